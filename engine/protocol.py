@@ -1,0 +1,175 @@
+"""The Engine protocol: what every backend (local PyTorch, SGLang) offers the server.
+
+A request is already tokenized (the server renders chat templates through
+`turnspec.engine.chat`); the engine streams `Delta`s back, the last one carrying
+`finished=True`, the finish reason, usage, timing and speculation stats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+FINISH_REASONS = ("stop", "length", "abort", "error")
+
+
+class EngineError(Exception):
+    """A request the engine cannot serve; the message says what was wrong and what was expected."""
+
+
+class ContextLengthError(EngineError):
+    """The prompt (plus max_tokens) does not fit the model context."""
+
+
+@dataclass(slots=True, frozen=True)
+class SamplingParams:
+    """Per-request sampling. temperature == 0 means greedy (top_p/top_k ignored)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = no top-k
+    seed: int | None = None
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature)):
+            raise ValueError(f"temperature: expected a finite number >= 0, got {self.temperature!r}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature: expected >= 0, got {self.temperature}")
+        if not (0.0 < self.top_p <= 1.0):
+            raise ValueError(f"top_p: expected a number in (0, 1], got {self.top_p}")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ValueError(f"top_k: expected an integer >= 0 (0 disables), got {self.top_k!r}")
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise ValueError(f"max_tokens: expected an integer >= 1, got {self.max_tokens!r}")
+        if self.seed is not None and not isinstance(self.seed, int):
+            raise ValueError(f"seed: expected an integer or None, got {self.seed!r}")
+        for s in self.stop:
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"stop: expected non-empty strings, got {s!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+@dataclass(slots=True)
+class GenerateRequest:
+    """One generation. `prompt_token_ids` is the fully templated prompt.
+
+    `grammar` is a per-request matcher from `turnspec.tools_grammar.grammar` (or None);
+    the engine masks target logits with it at every position it samples or verifies.
+    `spec_block_size` overrides the drafter's block size (0 disables speculation).
+    """
+
+    request_id: str
+    prompt_token_ids: list[int]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    grammar: Any | None = None
+    spec_block_size: int | None = None
+    session_id: str | None = None
+    trace: dict[str, str] | None = None  # W3C traceparent/tracestate, if any
+
+    def __post_init__(self) -> None:
+        if not self.request_id:
+            raise ValueError("request_id: expected a non-empty string")
+        if not self.prompt_token_ids:
+            raise ValueError("prompt_token_ids: expected at least one token")
+        if self.spec_block_size is not None and self.spec_block_size < 0:
+            raise ValueError(f"spec_block_size: expected >= 0, got {self.spec_block_size}")
+
+
+@dataclass(slots=True)
+class Timing:
+    """Server-side timing of one request, in milliseconds (wall clock, engine thread)."""
+
+    received_unix_ms: float = 0.0  # when the engine accepted the request (time.time() * 1000)
+    queue_ms: float = 0.0  # accepted -> first scheduled
+    prefill_ms: float = 0.0  # first scheduled -> first token sampled
+    decode_ms: float = 0.0  # first token -> finished
+    first_token_ms: float = 0.0  # accepted -> first token available (engine-side TTFT)
+    host_overhead_ms: float = 0.0  # engine step time not spent in model forward passes
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache (not prefilled)
+    prefill_tokens: int = 0  # prompt tokens actually run through the model
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class SpecStats:
+    """Speculation stats: tau = committed tokens per verify step, bonus included."""
+
+    verify_steps: int = 0
+    accepted_tokens: int = 0  # drafts accepted (bonus tokens not counted)
+    committed_tokens: int = 0  # tokens committed by verify steps (accepted + bonus)
+    block_size: int = 0
+
+    @property
+    def tau(self) -> float:
+        return self.committed_tokens / self.verify_steps if self.verify_steps else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "verify_steps": self.verify_steps,
+            "accepted_tokens": self.accepted_tokens,
+            "committed_tokens": self.committed_tokens,
+            "block_size": self.block_size,
+            "tau": round(self.tau, 4),
+        }
+
+
+@dataclass(slots=True)
+class Delta:
+    """A streamed piece of output. Exactly one Delta per request has `finished=True`."""
+
+    request_id: str
+    token_ids: list[int]
+    text: str
+    finished: bool = False
+    finish_reason: str | None = None  # one of FINISH_REASONS when finished
+    error: str | None = None  # set when finish_reason == "error"
+    timing: Timing | None = None  # on the final delta
+    spec: SpecStats | None = None  # on the final delta, when speculation ran
+
+
+@dataclass(slots=True, frozen=True)
+class EngineStats:
+    """A snapshot for health checks, tests and /metrics."""
+
+    active_sequences: int
+    waiting_sequences: int
+    free_kv_blocks: int
+    total_kv_blocks: int
+    cached_kv_blocks: int  # free blocks still holding reusable prefix KV
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What the server needs from a backend."""
+
+    model_name: str
+    max_context: int
+
+    def generate(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+        """Stream deltas for `request`; raises EngineError for bad requests before streaming."""
+        ...
+
+    async def abort(self, request_id: str) -> None:
+        """Stop `request_id` (no-op if unknown or finished); its KV is freed within one step."""
+        ...
+
+    def stats(self) -> EngineStats: ...
+
+    async def start(self) -> None:
+        """Load weights, warm up; health turns SERVING after this returns."""
+        ...
+
+    async def shutdown(self) -> None: ...

@@ -1,0 +1,1 @@
+"""turnspec.loadtest."""

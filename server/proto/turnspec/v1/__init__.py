@@ -1,0 +1,1 @@
+"""turnspec.server.proto.turnspec.v1."""

@@ -1,0 +1,1 @@
+"""turnspec.tools_grammar.workloads."""

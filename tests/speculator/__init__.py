@@ -1,0 +1,1 @@
+"""Package marker: gives these tests unique module names (speculator.test_config, ...)."""

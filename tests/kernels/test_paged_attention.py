@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from turnspec.kernels.paged_attention import (
     paged_attention,
     reference_paged_attention,

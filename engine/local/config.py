@@ -1,0 +1,54 @@
+"""LocalEngineConfig: the embedded engine's knobs, validated once at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
+          "float64": torch.float64}
+
+
+@dataclass(slots=True, frozen=True)
+class LocalEngineConfig:
+    model_dir: str
+    device: str = "cpu"
+    dtype: str | None = None  # None: float32 on CPU, bfloat16 on CUDA
+    max_batch: int = 32
+    max_context: int | None = None  # None: the model's max_position_embeddings, capped at 8192
+    block_size: int = 16
+    kv_memory_gb: float | None = None  # None: 1 GiB on CPU, 16 GiB on CUDA
+    max_prefill_tokens: int = 4096
+    speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
+    spec_block_size: int | None = None  # None: the drafter's trained block size
+    threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device: expected 'cpu' or 'cuda[:N]', got {self.device!r}")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise ValueError(f"dtype: expected one of {sorted(DTYPES)}, got {self.dtype!r}")
+        for name in ("max_batch", "block_size", "max_prefill_tokens"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        if self.max_context is not None and self.max_context < 2:
+            raise ValueError(f"max_context: expected >= 2, got {self.max_context}")
+        if self.kv_memory_gb is not None and self.kv_memory_gb <= 0:
+            raise ValueError(f"kv_memory_gb: expected > 0, got {self.kv_memory_gb}")
+        if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):
+            raise ValueError(f"spec_block_size: expected 1..64, got {self.spec_block_size}")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        if self.dtype is not None:
+            return DTYPES[self.dtype]
+        return torch.float32 if self.device == "cpu" else torch.bfloat16
+
+    @property
+    def torch_device(self) -> torch.device:
+        return torch.device(self.device)

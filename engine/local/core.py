@@ -1,0 +1,245 @@
+"""EngineCore: the synchronous heart of the local engine.
+
+    step() = schedule -> run (prefill | decode | draft -> verify -> accept -> commit) -> postprocess
+
+It is single-threaded and knows nothing about asyncio; `LocalEngine` drives it from its own
+thread. Tests drive it directly, step by step.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from turnspec.engine.local.block_manager import BlockManager
+from turnspec.engine.local.config import LocalEngineConfig
+from turnspec.engine.local.detokenize import IncrementalDetokenizer
+from turnspec.engine.local.grammar_mask import mask_next
+from turnspec.engine.local.runner import ModelRunner
+from turnspec.engine.local.sampling import sample_rows
+from turnspec.engine.local.scheduler import Scheduler
+from turnspec.engine.local.sequence import Sequence, Status
+from turnspec.engine.local.spec_step import spec_decode
+from turnspec.engine.model.weights import load_model
+from turnspec.engine.protocol import ContextLengthError, Delta, EngineError, EngineStats, GenerateRequest
+
+
+def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
+               lookahead: int) -> int:
+    mc = model.cfg
+    per_token = 2 * mc.num_layers * mc.num_kv_heads * mc.head_dim
+    if drafter is not None:
+        dc = drafter.config
+        per_token += 2 * dc.num_layers * dc.num_kv_heads * dc.head_dim
+    per_block = per_token * block_size * torch.empty((), dtype=cfg.torch_dtype).element_size()
+    gb = cfg.kv_memory_gb or (1.0 if cfg.device == "cpu" else 16.0)
+    blocks = int(gb * 2**30 // per_block)
+    need = (max_context + lookahead + block_size - 1) // block_size
+    if blocks < need:
+        raise ValueError(f"kv_memory_gb={gb} holds {blocks} blocks; one max-context sequence "
+                         f"needs {need}: raise kv_memory_gb or lower max_context")
+    return blocks
+
+
+class EngineCore:
+    def __init__(self, cfg: LocalEngineConfig, tokenizer=None) -> None:
+        self.cfg = cfg
+        device, dtype = cfg.torch_device, cfg.torch_dtype
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.model = load_model(cfg.model_dir, device, dtype)
+        mc = self.model.cfg
+        self.drafter = None
+        if cfg.speculator != "none":
+            from turnspec.speculator import load_drafter
+
+            self.drafter = load_drafter(cfg.speculator, device=device, dtype=dtype)
+        self.spec_block = 0
+        if self.drafter is not None:
+            self.spec_block = cfg.spec_block_size or self.drafter.config.block_size
+        self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
+        lookahead = max(self.spec_block, 1)
+        block = cfg.block_size
+        nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
+        self.blocks = BlockManager(nblocks, block)
+        self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead)
+        self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
+                                  device, dtype, self.drafter)
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(Path(cfg.model_dir))
+        self.tokenizer = tokenizer
+        eos = set(mc.eos_token_ids)
+        if tokenizer.eos_token_id is not None:
+            eos.add(tokenizer.eos_token_id)
+        self.eos_ids = frozenset(eos)
+        self.special_ids = frozenset(tokenizer.all_special_ids)
+        self.seqs: dict[str, Sequence] = {}
+        self.pending_aborts: list[str] = []
+
+    # -- requests --------------------------------------------------------------------------
+    def validate(self, req: GenerateRequest) -> None:
+        """Raise EngineError for a request this engine can never serve."""
+        n = len(req.prompt_token_ids)
+        if n >= self.max_context:
+            raise ContextLengthError(
+                f"prompt has {n} tokens; this model's context is {self.max_context} tokens "
+                "(prompt + at least one generated token must fit)")
+        vocab = self.model.cfg.vocab_size
+        bad = [t for t in req.prompt_token_ids if not (0 <= t < vocab)]
+        if bad:
+            raise EngineError(f"prompt_token_ids: {len(bad)} ids outside [0, {vocab}), e.g. {bad[0]}")
+        if req.request_id in self.seqs:
+            raise EngineError(f"request_id {req.request_id!r} is already in flight")
+
+    def add(self, req: GenerateRequest) -> None:
+        self.validate(req)
+        stop_ids = frozenset(req.sampling.stop_token_ids) | (
+            frozenset() if req.sampling.ignore_eos else self.eos_ids)
+        detok = IncrementalDetokenizer(self.tokenizer, req.sampling.stop, self.special_ids)
+        block = self.spec_block if req.spec_block_size is None else min(req.spec_block_size, self.spec_block)
+        seq = Sequence.create(req, detok, stop_ids, block if self.drafter is not None else 0)
+        self.seqs[req.request_id] = seq
+        self.scheduler.add(seq)
+
+    def abort(self, request_id: str) -> None:
+        """Thread-safe enough: a list append; applied at the start of the next step."""
+        self.pending_aborts.append(request_id)
+
+    def has_work(self) -> bool:
+        return self.scheduler.has_work() or bool(self.pending_aborts)
+
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            active_sequences=len(self.scheduler.running),
+            waiting_sequences=len(self.scheduler.waiting),
+            free_kv_blocks=self.blocks.num_free, total_kv_blocks=self.blocks.num_blocks,
+            cached_kv_blocks=self.blocks.num_cached_free)
+
+    # -- the step --------------------------------------------------------------------------
+    def step(self) -> list[Delta]:
+        t0, fwd0 = time.perf_counter(), self.runner.forward_seconds
+        deltas = self._apply_aborts()
+        batch = self.scheduler.schedule()
+        if batch is None:
+            return deltas
+        seqs = batch.seqs
+        if batch.kind == "prefill":
+            new_tokens, advance = self._prefill(seqs)
+        elif self.drafter is not None and any(s.spec_block > 1 for s in seqs):
+            new_tokens, advance = spec_decode(self, seqs)
+        else:
+            new_tokens, advance = self._decode(seqs)
+        overhead = (time.perf_counter() - t0) - (self.runner.forward_seconds - fwd0)
+        for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
+            seq.timing.host_overhead_ms += overhead * 1000.0
+            deltas.append(self._postprocess(seq, toks, adv, batch.kind == "prefill"))
+        return deltas
+
+    def _prefill(self, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
+        rows = [(s, s.token_ids[s.num_computed:]) for s in seqs]
+        out = self.runner.extend(rows)
+        last = torch.tensor([len(t) - 1 for _, t in rows], device=out.hidden.device)
+        hidden = out.hidden[torch.arange(len(rows), device=last.device), last]  # [b, H]
+        logits = self.runner.logits(hidden)
+        if out.taps is not None:
+            self.runner.store_context([(s, r, s.num_computed, len(t)) for r, (s, t) in enumerate(rows)], out.taps)
+        for s, t in rows:
+            if not s.timing.prefill_tokens:
+                s.timing.prefill_tokens = len(t)
+        tokens = self.sample(seqs, logits)
+        return [[t] for t in tokens], [len(t) for _, t in rows]
+
+    def _decode(self, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
+        out = self.runner.extend([(s, [s.token_ids[-1]]) for s in seqs])
+        logits = self.runner.logits(out.hidden[:, 0])
+        if out.taps is not None:
+            self.runner.store_context([(s, r, s.num_computed, 1) for r, s in enumerate(seqs)], out.taps)
+        tokens = self.sample(seqs, logits)
+        return [[t] for t in tokens], [1] * len(seqs)
+
+    def sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[int]:
+        """logits [b, V] fp32 -> one token per sequence (grammar-masked). The step's host sync."""
+        mask_next(seqs, logits)
+        tokens = sample_rows(logits, [s.request.sampling for s in seqs], [s.generator for s in seqs])
+        return tokens.tolist()
+
+    # -- postprocess -----------------------------------------------------------------------
+    def _postprocess(self, seq: Sequence, new_tokens: list[int], advance: int, prefill: bool) -> Delta:
+        now = time.perf_counter()
+        appended: list[int] = []
+        for t in new_tokens:
+            if seq.remaining <= 0:
+                seq.finish_reason = "length"
+                break
+            seq.token_ids.append(t)
+            appended.append(t)
+            if seq.request.grammar is not None and not seq.request.grammar.accept(t):
+                seq.finish_reason = "error"  # engine bug: the mask should have prevented this
+                break
+            if t in seq.stop_ids:
+                seq.finish_reason = "stop"
+                break
+            seq.detok.add([t])
+            if seq.detok.stopped:
+                seq.finish_reason = "stop"
+                break
+        seq.num_computed = min(seq.num_computed + advance, len(seq.token_ids) - 1)
+        if seq.finish_reason is None:
+            if seq.remaining <= 0 or len(seq.token_ids) >= self.max_context:
+                seq.finish_reason = "length"
+            else:
+                self.scheduler.commit(seq)
+        if appended and not seq.t_first_token:
+            seq.t_first_token = now
+        finished = seq.finish_reason is not None
+        delta = Delta(seq.request_id, appended, seq.detok.take(final=finished))
+        if finished:
+            self._finish(seq, delta, now)
+        return delta
+
+    def _finish(self, seq: Sequence, delta: Delta, now: float) -> None:
+        self.scheduler.commit(seq)  # computed full blocks stay reusable (next turn, same prefix)
+        self.scheduler.finish(seq)
+        self.seqs.pop(seq.request_id, None)
+        tm = seq.timing
+        start = seq.t_scheduled or now
+        first = seq.t_first_token or now
+        tm.queue_ms = (start - seq.t_received) * 1000.0
+        tm.prefill_ms = (first - start) * 1000.0
+        tm.decode_ms = (now - first) * 1000.0
+        tm.first_token_ms = (first - seq.t_received) * 1000.0
+        tm.completion_tokens = seq.num_output
+        delta.finished = True
+        delta.finish_reason = seq.finish_reason
+        if seq.finish_reason == "error":
+            delta.error = "grammar rejected a sampled token"
+        delta.timing = tm
+        delta.spec = seq.spec if seq.spec.verify_steps else None
+
+    def fail_all(self, message: str) -> list[Delta]:
+        """Finish every in-flight request with an error (after an unexpected step failure)."""
+        deltas = []
+        for seq in list(self.seqs.values()):
+            seq.finish_reason = "error"
+            delta = Delta(seq.request_id, [], seq.detok.take(final=True))
+            self._finish(seq, delta, time.perf_counter())
+            delta.error = message
+            deltas.append(delta)
+        return deltas
+
+    def _apply_aborts(self) -> list[Delta]:
+        deltas = []
+        while self.pending_aborts:
+            rid = self.pending_aborts.pop()
+            seq = self.seqs.get(rid)
+            if seq is None or seq.status is Status.FINISHED:
+                continue
+            seq.finish_reason = "abort"
+            delta = Delta(rid, [], seq.detok.take(final=True))
+            self._finish(seq, delta, time.perf_counter())
+            deltas.append(delta)
+        return deltas

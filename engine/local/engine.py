@@ -1,0 +1,178 @@
+"""LocalEngine: the embedded PyTorch backend behind the Engine protocol.
+
+The EngineCore step loop runs on its own thread (torch releases the GIL inside kernels);
+requests and aborts reach it through a thread-safe inbox, and deltas go back to each
+request's asyncio queue with `loop.call_soon_threadsafe` — neither side ever blocks the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from turnspec.engine.local.config import LocalEngineConfig
+from turnspec.engine.local.core import EngineCore
+from turnspec.engine.protocol import Delta, EngineError, EngineStats, GenerateRequest, SamplingParams
+
+log = logging.getLogger("turnspec.engine")
+
+
+class LocalEngine:
+    def __init__(self, cfg: LocalEngineConfig) -> None:
+        self.cfg = cfg
+        self.model_name = Path(cfg.model_dir).name
+        self.core: EngineCore | None = None
+        self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._streams: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Delta]]] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._chat = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def load(self) -> None:
+        """Load weights (blocking). `start()` calls this in a worker thread."""
+        if self.core is None:
+            self.core = EngineCore(self.cfg)
+
+    @property
+    def max_context(self) -> int:
+        return self._core().max_context
+
+    @property
+    def chat(self):
+        """The model's ChatTemplate (chat template + tool format + grammar compiler)."""
+        if self._chat is None:
+            from turnspec.engine.chat import ChatTemplate
+
+            self._chat = ChatTemplate.from_model_dir(self.cfg.model_dir, self._core().tokenizer,
+                                                     self._core().model.cfg.vocab_size)
+        return self._chat
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.load)
+        self._start_thread()
+        # Warm-up: one short greedy generation exercises prefill, decode (and drafting).
+        req = GenerateRequest("warmup", [self._core().tokenizer.eos_token_id or 0] * 8,
+                              SamplingParams(max_tokens=4, ignore_eos=True))
+        async for _ in self.generate(req):
+            pass
+
+    def _start_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="turnspec-engine", daemon=True)
+            self._thread.start()
+
+    async def shutdown(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 10.0)
+            self._thread = None
+
+    # -- Engine protocol -------------------------------------------------------------------
+    def generate(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+        """Validate now (raising EngineError before any streaming), then stream deltas."""
+        if self._stopping:
+            raise EngineError("engine is shutting down")
+        self._core().validate(request)
+        if request.request_id in self._streams:
+            raise EngineError(f"request_id {request.request_id!r} is already in flight")
+        loop = asyncio.get_running_loop()
+        q: asyncio.Queue[Delta] = asyncio.Queue()
+        self._streams[request.request_id] = (loop, q)
+        self._inbox.put(("add", request))
+        self._wake.set()
+        return self._stream(request.request_id, q)
+
+    async def _stream(self, request_id: str, q: asyncio.Queue[Delta]) -> AsyncIterator[Delta]:
+        finished = False
+        try:
+            while True:
+                delta = await q.get()
+                finished = delta.finished
+                yield delta
+                if finished:
+                    return
+        finally:
+            if not finished:  # consumer went away (disconnect, cancel): free the KV now
+                self._inbox.put(("abort", request_id))
+                self._wake.set()
+
+    async def abort(self, request_id: str) -> None:
+        self._inbox.put(("abort", request_id))
+        self._wake.set()
+
+    def stats(self) -> EngineStats:
+        return self._core().stats()
+
+    # -- offline batch API (datagen, benchmarks) ---------------------------------------------
+    def generate_batch(self, prompts: list[list[int]], sampling: SamplingParams | None = None,
+                       spec_block_size: int | None = None) -> list[list[int]]:
+        """Generate completions for many prompts at once (blocking; engine thread not needed).
+        Returns completion token ids per prompt, in order, including a final stop token."""
+        core = self._core()
+        if self._thread is not None:
+            raise EngineError("generate_batch drives the core directly; call it before start()")
+        sampling = sampling or SamplingParams()
+        out: dict[str, list[int]] = {}
+        for i, p in enumerate(prompts):
+            core.add(GenerateRequest(f"batch-{i}", list(p), sampling, spec_block_size=spec_block_size))
+            out[f"batch-{i}"] = []
+        while core.has_work():
+            for d in core.step():
+                out[d.request_id].extend(d.token_ids)
+                if d.finish_reason == "error":
+                    raise EngineError(f"{d.request_id}: {d.error}")
+        return [out[f"batch-{i}"] for i in range(len(prompts))]
+
+    # -- engine thread ---------------------------------------------------------------------
+    def _core(self) -> EngineCore:
+        if self.core is None:
+            self.load()
+        assert self.core is not None
+        return self.core
+
+    def _drain_inbox(self) -> None:
+        core = self._core()
+        while True:
+            try:
+                kind, item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "add":
+                req = item
+                try:
+                    core.add(req)  # type: ignore[arg-type]
+                except EngineError as e:  # raced with another request of the same id
+                    self._emit(Delta(req.request_id, [], "", True, "error", str(e)))  # type: ignore[union-attr]
+            else:
+                core.abort(item)  # type: ignore[arg-type]
+
+    def _loop(self) -> None:
+        core = self._core()
+        while not self._stopping:
+            self._drain_inbox()
+            if not core.has_work():
+                self._wake.wait(timeout=1.0)
+                self._wake.clear()
+                continue
+            try:
+                deltas = core.step()
+            except Exception as e:  # a bug must not hang every client: fail what is in flight
+                log.exception("engine step failed")
+                deltas = core.fail_all(f"engine step failed: {type(e).__name__}: {e}")
+            for d in deltas:
+                self._emit(d)
+
+    def _emit(self, delta: Delta) -> None:
+        target = self._streams.get(delta.request_id)
+        if delta.finished:
+            self._streams.pop(delta.request_id, None)
+        if target is not None:
+            loop, q = target
+            loop.call_soon_threadsafe(q.put_nowait, delta)

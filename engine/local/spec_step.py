@@ -1,0 +1,68 @@
+"""One DFlash speculative step for a decode batch, read top to bottom:
+
+    draft  : one drafter pass proposes B-1 tokens after each anchor (the pending token)
+    verify : one target pass over [anchor, d1..d_{B-1}] (KV written, hidden taps kept)
+    accept : y_k = the target's choice at block position k (argmax, or a sample from its
+             filtered distribution, grammar-masked); a = leading k with d_{k+1} == y_k
+    commit : tokens y_0..y_a (a accepted drafts + one bonus); target KV for anchor..d_a is
+             kept (the rest is overwritten later), drafter context rows appended for them.
+
+Lossless: every committed y_k was chosen by the target from the exact prefix it would have
+seen decoding one token at a time, so greedy output is identical and sampled output has the
+target's distribution (the drafter is deterministic; see reference/dflash.md §1).
+Per-request block sizes: drafts past a row's block are replaced by -1, which never matches.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from turnspec.engine.local.grammar_mask import mask_block
+from turnspec.engine.local.sampling import sample_rows
+from turnspec.engine.local.sequence import Sequence
+from turnspec.kernels.dflash_accept import dflash_accept
+
+if TYPE_CHECKING:
+    from turnspec.engine.local.core import EngineCore
+
+
+def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
+    runner = core.runner
+    block = max(s.spec_block for s in seqs)
+
+    # draft: [b, B-1] greedy proposals; rows with a smaller block get -1 past their limit
+    drafts = runner.draft(seqs, block)
+    limit = torch.tensor([max(s.spec_block, 1) - 1 for s in seqs], device=drafts.device)
+    usable = torch.arange(block - 1, device=drafts.device).unsqueeze(0) < limit.unsqueeze(1)
+    drafts = torch.where(usable, drafts, torch.full_like(drafts, -1))
+    drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
+
+    # verify: target over [anchor, drafts]; -1 slots are fed as token 0 and never accepted
+    rows = [(s, [s.token_ids[-1]] + [max(t, 0) for t in d]) for s, d in zip(seqs, drafts_host, strict=True)]
+    out = runner.extend(rows)
+    logits = runner.logits(out.hidden)  # [b, B, V] fp32
+    mask_block(seqs, logits, drafts_host)
+    b = len(seqs)
+    params = [s.request.sampling for s in seqs for _ in range(block)]
+    gens = [s.generator for s in seqs for _ in range(block)]
+    target = sample_rows(logits.view(b * block, -1), params, gens).view(b, block)  # [b, B]
+
+    # accept: longest matching prefix + bonus
+    accept_len, _bonus = dflash_accept(drafts, target)
+    packed = torch.cat([accept_len.to(torch.int64).unsqueeze(1), target], dim=1).tolist()  # sync #2
+
+    # commit
+    new_tokens, advance, ctx_items = [], [], []
+    for r, (seq, row) in enumerate(zip(seqs, packed, strict=True)):
+        a = row[0]
+        new_tokens.append(row[1:a + 2])
+        advance.append(a + 1)
+        ctx_items.append((seq, r, seq.num_computed, a + 1))
+        seq.spec.verify_steps += 1
+        seq.spec.accepted_tokens += a
+        seq.spec.committed_tokens += a + 1
+    if out.taps is not None:
+        runner.store_context(ctx_items, out.taps)
+    return new_tokens, advance

@@ -1,0 +1,93 @@
+"""What the model may write, per tool_choice mode, as an xgrammar structural tag (a plain dict).
+
+Building blocks (fmt = the model family's ToolCallFormat):
+    call(tool)  = fmt.call_prefix(name) + ARGS(tool.parameters) + fmt.call_suffix
+    ARGS        = the tool's JSON Schema as compact JSON: separators (",", ":"), no free
+                  whitespace, declared property order. This is what fmt.render_call writes, so
+                  forced output and re-rendered history agree byte for byte.
+Modes:
+    function    one call of the named tool, then the stop token.
+    required    one call of any tool (or, with parallel_tool_calls and a format that has a call
+                separator, one or more calls joined by it), then the stop token.
+    auto        tagged formats (Hermes): free text that never contains the call tag, optionally
+                followed by call(s); whole-message formats (Llama-3 JSON): a call, or text whose
+                first non-space character cannot start a call ('{' or '<').
+    none        no grammar (see GrammarCompiler.matcher).
+The stop token is allowed only where the grammar is complete: nowhere inside a call.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import xgrammar as xgr
+
+from turnspec.tools_grammar.formats.base import ToolCallFormat
+from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, find_tool
+
+
+@lru_cache(maxsize=1024)
+def _arguments_ebnf(parameters_json: str) -> str:
+    grammar = xgr.Grammar.from_json_schema(
+        parameters_json, any_whitespace=False, separators=(",", ":"), strict_mode=True
+    )
+    return str(grammar)
+
+
+def arguments_ebnf(tool: ToolSpec) -> str:
+    """EBNF (xgrammar dialect) of the tool's arguments object in compact JSON."""
+    return _arguments_ebnf(json.dumps(tool.parameters, sort_keys=False))
+
+
+def _call_tag(tool: ToolSpec, fmt: ToolCallFormat) -> dict:
+    return {
+        "type": "tag",
+        "begin": fmt.call_prefix(tool.name),
+        "content": {"type": "grammar", "grammar": arguments_ebnf(tool)},
+        "end": fmt.call_suffix,
+    }
+
+
+def _one_of(elements: list[dict]) -> dict:
+    return elements[0] if len(elements) == 1 else {"type": "or", "elements": elements}
+
+
+def build_structural_tag(
+    tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, *, parallel_tool_calls: bool = False
+) -> dict | None:
+    """The structural tag for (tools, choice, fmt); None when the output is unconstrained."""
+    if choice.mode == "none" or not tools:
+        return None
+    if choice.mode == "function":
+        tool = find_tool(tools, choice.name or "")
+        if tool is None:
+            known = ", ".join(t.name for t in tools)
+            raise ValueError(f"tool_choice: unknown tool {choice.name!r} (known: {known})")
+        return {"type": "structural_tag", "format": _call_tag(tool, fmt)}
+    tags = [_call_tag(t, fmt) for t in tools]
+    parallel = parallel_tool_calls and fmt.call_separator is not None
+    if parallel:
+        calls = {
+            "type": "tags_with_separator", "tags": tags, "separator": fmt.call_separator,
+            "at_least_one": True, "stop_after_first": False,
+        }
+    else:
+        calls = _one_of(tags)
+    if choice.mode == "required":
+        return {"type": "structural_tag", "format": calls}
+    if fmt.call_open is not None:  # auto, calls are tagged inside free text
+        body = {
+            "type": "triggered_tags", "triggers": [fmt.call_open], "tags": tags,
+            "at_least_one": False, "stop_after_first": not parallel,
+        }
+        return {"type": "structural_tag", "format": body}
+    # auto, the call is the whole message: a call, or text that cannot be mistaken for one.
+    first = fmt.call_prefix("x")[0]
+    blocked = f" \\t\\r\\n{first}<"
+    text = {
+        "type": "sequence",
+        "elements": [{"type": "regex", "pattern": f"[ \\t\\r\\n]*[^{blocked}]"}, {"type": "any_text"}],
+    }
+    blank = {"type": "regex", "pattern": "[ \\t\\r\\n]*"}
+    return {"type": "structural_tag", "format": {"type": "or", "elements": [calls, text, blank]}}

@@ -65,7 +65,7 @@ class SamplingParams(_message.Message):
     def __init__(self, temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., max_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., stop: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GenerateRequest(_message.Message):
-    __slots__ = ("request_id", "messages", "tools", "tool_choice", "sampling", "trace_headers", "spec_block_size", "model")
+    __slots__ = ("request_id", "messages", "tools", "tool_choice", "sampling", "trace_headers", "spec_block_size", "model", "parallel_tool_calls")
     class TraceHeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +81,7 @@ class GenerateRequest(_message.Message):
     TRACE_HEADERS_FIELD_NUMBER: _ClassVar[int]
     SPEC_BLOCK_SIZE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    PARALLEL_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     messages: _containers.RepeatedCompositeFieldContainer[Message]
     tools: _containers.RepeatedCompositeFieldContainer[Tool]
@@ -89,7 +90,8 @@ class GenerateRequest(_message.Message):
     trace_headers: _containers.ScalarMap[str, str]
     spec_block_size: int
     model: str
-    def __init__(self, request_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., trace_headers: _Optional[_Mapping[str, str]] = ..., spec_block_size: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
+    parallel_tool_calls: bool
+    def __init__(self, request_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., trace_headers: _Optional[_Mapping[str, str]] = ..., spec_block_size: _Optional[int] = ..., model: _Optional[str] = ..., parallel_tool_calls: _Optional[bool] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ("prompt_tokens", "completion_tokens", "cached_tokens")
@@ -108,23 +110,25 @@ class TextDelta(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class ToolCallDelta(_message.Message):
-    __slots__ = ("index", "call_id", "name", "arguments_delta", "done", "arguments_json")
+    __slots__ = ("index", "call_id", "name", "arguments_delta", "done", "arguments_json", "error")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_DELTA_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     index: int
     call_id: str
     name: str
     arguments_delta: str
     done: bool
     arguments_json: str
-    def __init__(self, index: _Optional[int] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_delta: _Optional[str] = ..., done: _Optional[bool] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+    error: str
+    def __init__(self, index: _Optional[int] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_delta: _Optional[str] = ..., done: _Optional[bool] = ..., arguments_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Timing(_message.Message):
-    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens")
+    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms")
     SERVER_RECEIVED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     ADMISSION_MS_FIELD_NUMBER: _ClassVar[int]
     RENDER_MS_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +142,7 @@ class Timing(_message.Message):
     CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PREFILL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SERVER_E2E_MS_FIELD_NUMBER: _ClassVar[int]
     server_received_unix_ms: float
     admission_ms: float
     render_ms: float
@@ -151,7 +156,8 @@ class Timing(_message.Message):
     cached_tokens: int
     prefill_tokens: int
     completion_tokens: int
-    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ...) -> None: ...
+    server_e2e_ms: float
+    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ...) -> None: ...
 
 class SpecStats(_message.Message):
     __slots__ = ("verify_steps", "accepted_tokens", "committed_tokens", "block_size", "tau")

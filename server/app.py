@@ -1,0 +1,103 @@
+"""One server process: HTTP + WebSocket (aiohttp) on `port`, gRPC on `grpc_port`, one engine.
+
+Start order: transports first (health answers 503 / NOT_SERVING), then the engine's load and
+warm-up, then SERVING. Shutdown (SIGTERM/SIGINT): health turns unhealthy, new turns are
+refused (503 / UNAVAILABLE / WS error), in-flight streams get `drain_seconds` to finish and
+are then aborted, the listeners close, the engine shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Any
+
+from aiohttp import web
+from turnspec.engine.protocol import Engine
+from turnspec.server.config import ServerConfig
+from turnspec.server.hub import SessionHub
+from turnspec.server.transports.grpc_generation import GrpcServer
+from turnspec.server.transports.http import build_http_app
+
+log = logging.getLogger("turnspec.server")
+
+
+class ServerApp:
+    def __init__(self, engine: Engine, config: ServerConfig, chat: Any | None = None) -> None:
+        self.config = config
+        self.hub = SessionHub(engine, config, chat=chat)
+        self._runner: web.AppRunner | None = None
+        self._grpc: GrpcServer | None = None
+        self.port = 0
+        self.grpc_port: int | None = None
+        self._stop = asyncio.Event()
+        self._stopped = False
+
+    async def start_transports(self) -> None:
+        """Bind and serve; until `start_engine()` completes health says not ready."""
+        cfg = self.config
+        app = build_http_app(self.hub)
+        # handler_cancellation: a client that disconnects cancels its handler -> engine abort.
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
+                                     shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, cfg.host, cfg.port, reuse_address=True)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        if cfg.grpc_port is not None:
+            self._grpc = GrpcServer(self.hub)
+            self.grpc_port = await self._grpc.start(cfg.host, cfg.grpc_port)
+
+    async def start_engine(self) -> None:
+        await self.hub.start_engine()
+
+    async def start(self) -> None:
+        await self.start_transports()
+        await self.start_engine()
+
+    def listening(self) -> str:
+        h = self.config.host
+        lines = [f"turnspec: model {self.hub.engine.model_name}",
+                 f"  HTTP      http://{h}:{self.port}/v1  (chat/completions, models, "
+                 "/health, /metrics)",
+                 f"  WebSocket ws://{h}:{self.port}/v1/responses"]
+        if self.grpc_port is not None:
+            lines.append(f"  gRPC      {h}:{self.grpc_port}  (turnspec.v1.Generation, health, "
+                         "reflection)")
+        return "\n".join(lines)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def serve_until_signal(self) -> None:
+        """Run until SIGTERM/SIGINT (or `request_stop()`), then shut down gracefully."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        try:
+            await self._stop.wait()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+        await self.shutdown()
+
+    async def shutdown(self, drain_seconds: float | None = None) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        seconds = self.config.drain_seconds if drain_seconds is None else drain_seconds
+        log.info("shutting down: draining for up to %.1f s (%d turn(s) in flight)", seconds,
+                 self.hub.in_flight)
+        aborted = await self.hub.drain(seconds)
+        if aborted:  # give the aborted streams a moment to send their terminal events
+            await self.hub.wait_idle(2.0)
+        if self._grpc is not None:
+            await self._grpc.stop(grace=0.5)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.hub.ready:
+            await self.hub.engine.shutdown()
+        log.info("stopped")

@@ -1,0 +1,56 @@
+"""Server configuration: parsed once at the edge (the CLI), validated here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True, frozen=True)
+class ServerConfig:
+    """Listening addresses, limits and policies shared by every transport.
+
+    Admission: at most `max_running` turns are handed to the engine at once; up to `max_queue`
+    more wait (FIFO) for a slot; beyond that a request is refused at once with a retry hint
+    (HTTP 429, gRPC RESOURCE_EXHAUSTED, WS `error`) instead of waiting without bound.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000  # HTTP + WebSocket; 0 picks a free port
+    grpc_port: int | None = 50051  # None disables gRPC; 0 picks a free port
+    api_key: str | None = None  # None: no auth
+    max_running: int = 64
+    max_queue: int = 256
+    retry_after_s: float = 1.0
+    default_max_tokens: int = 512  # when the client gives no limit (clamped to the context)
+    max_message_bytes: int = 4 << 20  # one HTTP body / WS message / gRPC message
+    ws_kept_responses: int = 8  # per WS connection, for previous_response_id
+    drain_seconds: float = 10.0
+    spec_block_size: int | None = None  # per-request override sent to the engine (None: engine's)
+
+    def __post_init__(self) -> None:
+        for name in ("port",):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 0 <= v <= 65535:
+                raise ValueError(f"{name}: expected a port in [0, 65535], got {v!r}")
+        if self.grpc_port is not None and not 0 <= self.grpc_port <= 65535:
+            raise ValueError(f"grpc_port: expected a port in [0, 65535] or None, got "
+                             f"{self.grpc_port!r}")
+        if self.api_key is not None and not self.api_key.strip():
+            raise ValueError("api_key: expected a non-empty key or None")
+        if self.max_running < 1:
+            raise ValueError(f"max_running: expected >= 1, got {self.max_running}")
+        if self.max_queue < 0:
+            raise ValueError(f"max_queue: expected >= 0, got {self.max_queue}")
+        if self.retry_after_s <= 0:
+            raise ValueError(f"retry_after_s: expected > 0, got {self.retry_after_s}")
+        if self.default_max_tokens < 1:
+            raise ValueError(f"default_max_tokens: expected >= 1, got {self.default_max_tokens}")
+        if self.max_message_bytes < 1024:
+            raise ValueError(f"max_message_bytes: expected >= 1024, got {self.max_message_bytes}")
+        if self.ws_kept_responses < 1:
+            raise ValueError(f"ws_kept_responses: expected >= 1, got {self.ws_kept_responses}")
+        if self.drain_seconds < 0:
+            raise ValueError(f"drain_seconds: expected >= 0, got {self.drain_seconds}")
+        if self.spec_block_size is not None and self.spec_block_size < 0:
+            raise ValueError(f"spec_block_size: expected >= 0 or None, got "
+                             f"{self.spec_block_size}")

@@ -1,0 +1,171 @@
+"""What all sessions share: the engine, the chat template, admission, auth, readiness,
+the registry of in-flight turns (for gRPC Abort and drain) and the metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from turnspec.engine.protocol import Engine
+from turnspec.server.admission import Admission
+from turnspec.server.config import ServerConfig
+from turnspec.server.errors import ApiError, unauthorized, unavailable
+from turnspec.server.metrics import Metrics
+
+if TYPE_CHECKING:
+    from turnspec.server.turn import Turn
+
+log = logging.getLogger("turnspec.server")
+
+
+class SessionHub:
+    def __init__(self, engine: Engine, config: ServerConfig, chat: Any | None = None) -> None:
+        self.engine = engine
+        self._chat = chat
+        self.config = config
+        self.metrics = Metrics()
+        self.admission = Admission(config.max_running, config.max_queue, config.retry_after_s)
+        self.ready = False
+        self.draining = False
+        self._turns: dict[str, Turn] = {}
+        self._reserved: set[str] = set()
+        self._on_close: dict[str, Callable[[Turn], Any]] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._listeners: list[Callable[[bool], Awaitable[None]]] = []
+
+    @property
+    def chat(self) -> Any:
+        """The model's ChatTemplate (the engine's `.chat` unless one was given); needs the
+        engine started, since the tokenizer comes with the weights."""
+        if self._chat is None:
+            self._chat = self.engine.chat  # type: ignore[attr-defined]
+        return self._chat
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    def on_serving_change(self, listener: Callable[[bool], Awaitable[None]]) -> None:
+        """`listener(serving)` runs when the server turns ready, and when it starts draining."""
+        self._listeners.append(listener)
+
+    @property
+    def serving(self) -> bool:
+        return self.ready and not self.draining
+
+    async def start_engine(self) -> None:
+        """Load and warm the engine; health turns SERVING afterwards."""
+        await self.engine.start()
+        # Build the template and the grammar compiler now (~0.3 s) rather than in the
+        # first request with tools.
+        await asyncio.to_thread(self._warm_frontend)
+        self.ready = True
+        for cb in self._listeners:
+            await cb(True)
+
+    def _warm_frontend(self) -> None:
+        """Compile the chat template (first render ~20 ms) and build the grammar compiler."""
+        chat = self.chat
+        chat.render([{"role": "user", "content": "hi"}])
+        _ = chat.grammar_compiler
+
+    async def wait_idle(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout=timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def drain(self, seconds: float) -> int:
+        """Refuse new turns, let in-flight ones finish for up to `seconds`, abort the rest.
+        Returns how many turns had to be aborted."""
+        if not self.draining:
+            self.draining = True
+            for cb in self._listeners:
+                await cb(False)
+        if await self.wait_idle(seconds):
+            return 0
+        else:
+            left = list(self._turns.values())
+            for turn in left:
+                await turn.cancel()
+            log.warning("drain: %d turn(s) still running after %.1f s were aborted",
+                        len(left), seconds)
+            return len(left)
+
+    # -- per-request checks ------------------------------------------------------------------
+
+    def check_auth(self, authorization: str | None) -> None:
+        """`authorization` is the raw header/metadata value (`Bearer <key>`)."""
+        key = self.config.api_key
+        if key is None:
+            return
+        if not authorization:
+            raise unauthorized("missing API key: send the header 'Authorization: Bearer <key>'")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(),
+                                                                  key.encode()):
+            raise unauthorized("incorrect API key provided")
+
+    def check_accepting(self) -> None:
+        if self.draining:
+            raise unavailable("server is shutting down; retry on another replica",
+                              code="server_shutting_down")
+        if not self.ready:
+            raise unavailable("server is warming up; retry shortly", code="not_ready")
+
+    # -- registry ----------------------------------------------------------------------------
+
+    def reserve(self, request_id: str) -> None:
+        if request_id in self._turns or request_id in self._reserved:
+            raise ApiError(409, "invalid_request_error",
+                           f"request_id {request_id!r} is already in flight; use a unique id",
+                           code="duplicate_request_id", param="request_id")
+        self._reserved.add(request_id)
+        self._idle.clear()
+
+    def unreserve(self, request_id: str) -> None:
+        self._reserved.discard(request_id)
+        self._maybe_idle()
+
+    def turn_started(self, turn: Turn, on_close: Callable[[Turn], Any]) -> None:
+        self._reserved.discard(turn.request_id)
+        self._turns[turn.request_id] = turn
+        self._on_close[turn.request_id] = on_close
+
+    def turn_closed(self, turn: Turn) -> None:
+        if self._turns.pop(turn.request_id, None) is None:
+            return
+        self.admission.release()
+        cb = self._on_close.pop(turn.request_id, None)
+        if cb is not None:
+            cb(turn)
+        self._maybe_idle()
+
+    def _maybe_idle(self) -> None:
+        if not self._turns and not self._reserved:
+            self._idle.set()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._turns)
+
+    async def abort(self, request_id: str) -> bool:
+        turn = self._turns.get(request_id)
+        if turn is None:
+            return False
+        await turn.cancel()
+        return True
+
+    def rejected(self, transport: str, err: ApiError) -> None:
+        """Count and log a request refused before streaming (one info line per request)."""
+        self.metrics.rejected(transport, err.code or err.type)
+        log.info("%s rejected %d %s: %s", transport, err.status, err.code or err.type,
+                 err.message)
+
+    def metrics_text(self) -> str:
+        return self.metrics.render(ready=self.ready, draining=self.draining,
+                                   running=self.admission.running,
+                                   queued=self.admission.queued, engine_stats=self.engine.stats)

@@ -1,0 +1,213 @@
+"""The session layer every transport shares: one `Session` per client connection (a WS
+connection) or per call (an HTTP request, a gRPC stream).
+
+`Session.start(TurnRequest)` does everything between the wire and the engine: tools and
+tool_choice checks, conversation state (`previous_response_id`), prompt rendering (KV reuse
+via `render_continuation`), context-length checks, the per-connection limit, admission and
+the grammar. It raises `ApiError` before anything is streamed, so a transport can answer with
+a clean error frame; otherwise it returns a `Turn` to stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from turnspec.engine.protocol import EngineError, GenerateRequest, SamplingParams
+from turnspec.server.conversation import Conversation, ConversationStore, Message
+from turnspec.server.errors import ApiError, invalid
+from turnspec.server.events import TurnDone
+from turnspec.server.turn import Turn, engine_error
+from turnspec.tools_grammar.parser import ToolCallStreamParser
+from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
+
+if TYPE_CHECKING:
+    from turnspec.server.hub import SessionHub
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass(slots=True)
+class TurnRequest:
+    """A transport-neutral turn whose fields the transport has already type-checked.
+
+    `messages` is the whole conversation, or only the new items when `previous_response_id`
+    names a turn this session remembers. `tools` / `tool_choice` are raw wire values (Chat
+    Completions or Responses form); `instructions` becomes the leading system message.
+    """
+
+    messages: list[Message]
+    tools: list[Any] | None = None
+    tool_choice: Any = None
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    parallel_tool_calls: bool | None = None  # None: one call per turn (small models chain)
+    request_id: str | None = None
+    spec_block_size: int | None = None
+    trace: dict[str, str] | None = None
+    received_unix_ms: float = field(default_factory=lambda: time.time() * 1000.0)
+    received_perf: float = field(default_factory=time.perf_counter)
+
+
+class Session:
+    """Conversation state and limits of one client connection."""
+
+    def __init__(self, hub: SessionHub, transport: str, *, max_active: int | None = 1,
+                 keep_responses: int = 0, session_id: str | None = None) -> None:
+        self.hub = hub
+        self.transport = transport
+        self.max_active = max_active
+        self.store = ConversationStore(keep_responses) if keep_responses > 0 else None
+        self.session_id = session_id
+        self.active: dict[str, Turn] = {}  # response_id -> turn
+
+    async def start(self, req: TurnRequest, *, param_prefix: str = "") -> Turn:
+        """Validate, render, admit. Raises `ApiError` (nothing has been streamed yet)."""
+        try:
+            return await self._start(req, param_prefix)
+        except ApiError as e:
+            self.hub.rejected(self.transport, e)
+            raise
+
+    async def _start(self, req: TurnRequest, pp: str) -> Turn:
+        hub = self.hub
+        hub.check_accepting()
+        if self.max_active is not None and len(self.active) >= self.max_active:
+            raise ApiError(409, "invalid_request_error",
+                           f"this connection already has {len(self.active)} response(s) in "
+                           "progress; wait for it to finish or cancel it first",
+                           code="conversation_already_has_active_response")
+        try:
+            tools = parse_tools(req.tools)
+            choice = parse_tool_choice(req.tool_choice, tools)
+        except ValueError as e:
+            msg = str(e)
+            raise invalid(msg, param=pp + msg.split(":", 1)[0].strip()) from None
+
+        history, base = self._history(req)
+        messages = ([{"role": "system", "content": req.instructions}]
+                    if req.instructions else []) + history
+        t0 = time.perf_counter()
+        chat = hub.chat
+        try:
+            if base is not None and base.instructions == req.instructions:
+                prompt = chat.render_continuation(base.token_ids, messages, tools)
+            else:
+                prompt = chat.render(messages, tools)
+        except Exception as e:  # the template's own checks (role order, content types)
+            raise invalid(f"the chat template rejected the conversation: {e}",
+                          param=pp + "messages") from None
+        render_ms = (time.perf_counter() - t0) * 1000.0
+        sampling = self._sampling(req, len(prompt), pp)
+
+        response_id = new_id("resp")
+        grammar = None
+        parser = None
+        if tools and choice.mode != "none":
+            # Off the loop: a cache miss compiles for ~10-80 ms (install-notes §3), which
+            # would stall every other stream's tokens.
+            grammar = await asyncio.to_thread(
+                chat.grammar_compiler.matcher, tools, choice, chat.tool_format,
+                parallel_tool_calls=bool(req.parallel_tool_calls))
+            parser = ToolCallStreamParser(chat.tool_format, tools,
+                                          call_id_prefix=f"call_{response_id[5:17]}_")
+        request_id = req.request_id or new_id("req")
+        greq = GenerateRequest(
+            request_id=request_id, prompt_token_ids=prompt, sampling=sampling, grammar=grammar,
+            spec_block_size=(req.spec_block_size if req.spec_block_size is not None
+                             else hub.config.spec_block_size),
+            session_id=self.session_id, trace=req.trace)
+        hub.reserve(request_id)
+        try:
+            admission_ms = await hub.admission.acquire()
+        except BaseException:
+            hub.unreserve(request_id)
+            raise
+        try:
+            stream = hub.engine.generate(greq)
+        except EngineError as e:
+            hub.admission.release()
+            hub.unreserve(request_id)
+            raise engine_error(e) from None
+        turn = Turn(hub, self.transport, greq, stream, response_id=response_id, parser=parser,
+                    received_unix_ms=req.received_unix_ms, received_perf=req.received_perf,
+                    admission_ms=admission_ms, render_ms=render_ms,
+                    on_done=self._remember(history, req.instructions))
+        self.active[response_id] = turn
+        hub.turn_started(turn, on_close=lambda t: self.active.pop(t.response_id, None))
+        return turn
+
+    def _history(self, req: TurnRequest) -> tuple[list[Message], Conversation | None]:
+        if req.previous_response_id is None:
+            return list(req.messages), None
+        base = self.store.get(req.previous_response_id) if self.store is not None else None
+        if base is None:
+            raise ApiError(400, "invalid_request_error",
+                           f"previous response {req.previous_response_id!r} not found on this "
+                           "connection; send the full conversation without "
+                           "previous_response_id", code="previous_response_not_found",
+                           param="previous_response_id")
+        return base.messages + list(req.messages), base
+
+    def _sampling(self, req: TurnRequest, prompt_len: int, pp: str) -> SamplingParams:
+        ctx = self.hub.engine.max_context
+        room = ctx - prompt_len
+        if room < 1:
+            raise invalid(f"the prompt is {prompt_len} tokens; this model's context is {ctx} "
+                          "tokens and at least one must remain for the output",
+                          param=pp + "messages", code="context_length_exceeded")
+        if req.max_tokens is not None and req.max_tokens > room:
+            raise invalid(f"prompt ({prompt_len} tokens) + max output tokens ({req.max_tokens})"
+                          f" exceed the context of {ctx} tokens; ask for at most {room}",
+                          param=pp + "max_tokens", code="context_length_exceeded")
+        max_tokens = req.max_tokens or min(self.hub.config.default_max_tokens, room)
+        try:
+            return SamplingParams(
+                temperature=req.temperature if req.temperature is not None else 0.0,
+                top_p=req.top_p if req.top_p is not None else 1.0,
+                top_k=req.top_k or 0, seed=req.seed, max_tokens=max_tokens, stop=req.stop)
+        except ValueError as e:
+            msg = str(e)
+            raise invalid(msg, param=pp + msg.split(":", 1)[0]) from None
+
+    def _remember(self, history: list[Message], instructions: str | None):
+        store = self.store
+        if store is None:
+            return None
+
+        def on_done(turn: Turn, done: TurnDone) -> None:
+            if done.finish_reason not in ("stop", "length", "tool_calls"):
+                return
+            msg: Message = {"role": "assistant", "content": done.text}
+            if done.tool_calls:
+                msg["tool_calls"] = [
+                    {"id": c.call_id, "type": "function",
+                     "function": {"name": c.name, "arguments": c.arguments_json}}
+                    for c in done.tool_calls]
+            store.put(turn.response_id, Conversation(
+                history + [msg], turn.request.prompt_token_ids + turn.generated_ids,
+                instructions))
+
+        return on_done
+
+    def find(self, response_id: str | None) -> Turn | None:
+        """The active turn `response_id` names (or the only active one when None)."""
+        if response_id is None:
+            return next(iter(self.active.values()), None)
+        return self.active.get(response_id)
+
+    async def close(self) -> None:
+        """The connection is gone: stop and release its turns."""
+        for turn in list(self.active.values()):
+            await turn.close()

@@ -1,0 +1,164 @@
+"""HTTP on the main port (aiohttp): OpenAI chat completions, models, health, metrics, and
+the WebSocket upgrade for `/v1/responses`.
+
+A client that disconnects cancels its handler (`handler_cancellation=True` on the runner),
+and the turn's `close()` aborts the engine request.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+from turnspec.server.errors import ApiError
+from turnspec.server.events import TurnDone
+from turnspec.server.hub import SessionHub
+from turnspec.server.session import Session
+from turnspec.server.transports.openai_chat import ChunkWriter, completion_body, parse_chat_request
+from turnspec.server.transports.ws_responses import ResponsesSocket
+from turnspec.server.wire import error_payload, parse_json_object
+from turnspec.tools_grammar.parser import (
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallDone,
+    ToolCallStarted,
+)
+
+HUB_KEY = web.AppKey("hub", SessionHub)
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no"}
+
+
+def error_response(err: ApiError) -> web.Response:
+    headers = {}
+    if err.retry_after_s is not None:
+        headers["Retry-After"] = str(max(1, round(err.retry_after_s)))
+        headers["retry-after-ms"] = str(int(err.retry_after_s * 1000))
+    return web.json_response(error_payload(err), status=err.status, headers=headers)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return error_response(e)
+    except web.HTTPException as e:  # router 404/405, body over client_max_size (413)
+        if e.status < 400:
+            raise
+        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
+            e.status, "http_error")
+        msg = (f"request body larger than {request.app[HUB_KEY].config.max_message_bytes} "
+               "bytes" if e.status == 413 else f"{e.reason}: {request.method} {request.path}")
+        return error_response(ApiError(e.status, "invalid_request_error", msg, code=code))
+
+
+async def _health(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    status = "ok" if hub.serving else ("draining" if hub.draining else "starting")
+    return web.json_response({"status": status, "model": hub.engine.model_name},
+                             status=200 if hub.serving else 503)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    return web.Response(text=request.app[HUB_KEY].metrics_text(),
+                        content_type="text/plain", charset="utf-8")
+
+
+async def _models(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    _checked(hub, request, "http")
+    return web.json_response({"object": "list", "data": [{
+        "id": hub.engine.model_name, "object": "model", "created": 0, "owned_by": "turnspec",
+        "max_context": hub.engine.max_context}]})
+
+
+def _checked(hub: SessionHub, request: web.Request, transport: str) -> None:
+    try:
+        hub.check_auth(request.headers.get("Authorization"))
+    except ApiError as e:
+        hub.rejected(transport, e)
+        raise
+
+
+async def _chat_completions(request: web.Request) -> web.StreamResponse:
+    received_unix_ms, received_perf = time.time() * 1000.0, time.perf_counter()
+    hub = request.app[HUB_KEY]
+    _checked(hub, request, "http")
+    try:
+        body = parse_json_object(await request.read())
+        req, stream, include_usage = parse_chat_request(body, received_unix_ms, received_perf)
+    except ApiError as e:
+        hub.rejected("http", e)
+        raise
+    turn = await Session(hub, "http").start(req)
+    chat_id = "chatcmpl-" + uuid.uuid4().hex[:24]
+    model = hub.engine.model_name
+    try:
+        if not stream:
+            done = None
+            async for ev in turn.events():
+                if isinstance(ev, TurnDone):
+                    done = ev
+            assert done is not None
+            if done.error is not None:
+                return error_response(done.error)
+            return web.json_response(completion_body(chat_id, model, done))
+        return await _stream(request, turn.events(), ChunkWriter(chat_id, model), include_usage)
+    finally:
+        await turn.close()
+
+
+async def _stream(request: web.Request, events: Any, w: ChunkWriter,
+                  include_usage: bool) -> web.StreamResponse:
+    resp: web.StreamResponse | None = None
+    async for ev in events:
+        if resp is None:
+            if isinstance(ev, TurnDone) and ev.error is not None:
+                return error_response(ev.error)  # failed before any output: a plain error
+            resp = web.StreamResponse(headers=_SSE_HEADERS)
+            await resp.prepare(request)
+            await resp.write(w.role().encode())
+        if isinstance(ev, TextDelta):
+            await resp.write(w.text(ev.text).encode())
+        elif isinstance(ev, ToolCallArgumentsDelta):
+            await resp.write(w.call_args(ev.index, ev.delta).encode())
+        elif isinstance(ev, ToolCallStarted):
+            await resp.write(w.call_started(ev.index, ev.call_id, ev.name).encode())
+        elif isinstance(ev, ToolCallDone):
+            rest = w.call_done(ev.index, ev.arguments_json)
+            if rest:
+                await resp.write(rest.encode())
+        elif isinstance(ev, TurnDone):
+            if ev.error is not None:
+                await resp.write(b"data: " + _json(error_payload(ev.error)) + b"\n\n")
+            else:
+                await resp.write(w.finish(ev, include_usage).encode())
+    assert resp is not None
+    await resp.write_eof()
+    return resp
+
+
+def _json(obj: Any) -> bytes:
+    import json
+
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+async def _responses_ws(request: web.Request) -> web.StreamResponse:
+    hub = request.app[HUB_KEY]
+    _checked(hub, request, "ws")  # 401 on the upgrade itself, before any frame
+    return await ResponsesSocket(hub).run(request)
+
+
+def build_http_app(hub: SessionHub) -> web.Application:
+    app = web.Application(middlewares=[_errors], client_max_size=hub.config.max_message_bytes)
+    app[HUB_KEY] = hub
+    app.router.add_post("/v1/chat/completions", _chat_completions)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/v1/responses", _responses_ws)
+    app.router.add_get("/health", _health)
+    app.router.add_get("/metrics", _metrics)
+    return app

@@ -1,0 +1,127 @@
+"""Drafter training data: the datagen JSONL, and its packed on-device form.
+
+One record per line: {"id", "split", "source", "input_ids", "loss_mask"}; loss_mask is 1 on
+the tokens the target generated (the response, final EOS included) and 0 on the prompt.
+Training keeps the whole split on the device as padded tensors and batches by similar length,
+so a step moves nothing across the bus.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+SAMPLES_FILE = "samples.jsonl"
+
+
+@dataclass(slots=True, frozen=True)
+class Sample:
+    id: str
+    split: str          # "train" | "heldout"
+    source: str         # "tools" | "generic"
+    input_ids: tuple[int, ...]
+    loss_mask: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.input_ids) != len(self.loss_mask):
+            raise ValueError(f"sample {self.id}: input_ids has {len(self.input_ids)} tokens but "
+                             f"loss_mask {len(self.loss_mask)}; expected equal lengths")
+        if any(m not in (0, 1) for m in self.loss_mask):
+            raise ValueError(f"sample {self.id}: loss_mask must hold only 0/1")
+
+    @property
+    def prompt_len(self) -> int:
+        """Position of the first target-generated token (the first anchor online)."""
+        for i, m in enumerate(self.loss_mask):
+            if m:
+                return i
+        return len(self.loss_mask)
+
+    def to_json(self) -> str:
+        return json.dumps({"id": self.id, "split": self.split, "source": self.source,
+                           "input_ids": list(self.input_ids),
+                           "loss_mask": list(self.loss_mask)}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Sample:
+        d = json.loads(line)
+        return cls(id=str(d["id"]), split=str(d["split"]), source=str(d["source"]),
+                   input_ids=tuple(d["input_ids"]), loss_mask=tuple(d["loss_mask"]))
+
+
+def samples_path(data: str | Path) -> Path:
+    p = Path(data)
+    return p / SAMPLES_FILE if p.is_dir() else p
+
+
+def read_samples(data: str | Path) -> list[Sample]:
+    """All records of a datagen folder (or a .jsonl file); a torn last line is skipped."""
+    path = samples_path(data)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: expected the JSONL written by `turnspec speculator "
+                                "datagen`")
+    out = []
+    with path.open() as f:
+        for line in f:
+            if line.endswith("\n"):
+                out.append(Sample.from_json(line))
+    return out
+
+
+@dataclass(slots=True)
+class PackedSplit:
+    """Samples as padded device tensors. ids [N, S] int64, loss_mask [N, S] bool, and the
+    lengths both on the host (for batching without syncs) and on the device."""
+    ids: Tensor
+    loss_mask: Tensor
+    lengths: list[int]
+    truncated: int
+
+    @classmethod
+    def build(cls, samples: list[Sample], max_len: int, device: torch.device | str,
+              pad_id: int = 0) -> PackedSplit:
+        """Right-truncate to max_len (the target is causal, so the kept prefix is exact)."""
+        keep = [s for s in samples if sum(s.loss_mask[:max_len]) >= 2]
+        if not keep:
+            raise ValueError(f"no sample has >= 2 response tokens within max_len={max_len} "
+                             f"(of {len(samples)} samples)")
+        lengths = [min(len(s.input_ids), max_len) for s in keep]
+        width = max(lengths)
+        ids = torch.full((len(keep), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(keep), width), dtype=torch.bool)
+        for i, (s, n) in enumerate(zip(keep, lengths, strict=True)):
+            ids[i, :n] = torch.tensor(s.input_ids[:n])
+            mask[i, :n] = torch.tensor(s.loss_mask[:n], dtype=torch.bool)
+        truncated = sum(len(s.input_ids) > max_len for s in keep)
+        return cls(ids.to(device), mask.to(device), lengths, truncated)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def num_tokens(self) -> int:
+        return sum(self.lengths)
+
+    def batches(self, batch_size: int,
+                generator: torch.Generator) -> Iterator[tuple[Tensor, int, int]]:
+        """One epoch: shuffled batches of similar length. Yields (row indices [b] on the
+        device, width = the batch's longest length, real tokens), the ints known on the host."""
+        order = torch.randperm(len(self), generator=generator).tolist()
+        # Sort within windows of 32 batches: little padding, still random across an epoch.
+        win = 32 * batch_size
+        groups = []
+        for w in range(0, len(order), win):
+            chunk = sorted(order[w : w + win], key=lambda i: self.lengths[i])
+            groups += [chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size)]
+        plan = [groups[g] for g in torch.randperm(len(groups), generator=generator).tolist()]
+        # One upload per epoch: a per-step torch.tensor(..., device=cuda) would sync the host.
+        flat = torch.tensor([i for rows in plan for i in rows], device=self.ids.device)
+        start = 0
+        for rows in plan:
+            lens = [self.lengths[i] for i in rows]
+            yield flat[start : start + len(rows)], max(lens), sum(lens)
+            start += len(rows)

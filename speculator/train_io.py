@@ -1,0 +1,101 @@
+"""Training side jobs: device choice, the run log, eval splits, checkpoints (resume)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from turnspec.speculator.config import DFlashConfig
+from turnspec.speculator.data import Sample
+from turnspec.speculator.model import DFlashDrafter
+from turnspec.speculator.target import FrozenTarget
+from turnspec.speculator.tau import evaluate_tau
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" -> cuda when present, else cpu; anything else as torch spells it."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r}: CUDA is not available here; expected cpu or auto")
+    return dev
+
+
+class RunLog:
+    """Timestamped lines to a file and (around the progress bar) to the terminal."""
+
+    def __init__(self, path: Path, echo: bool = True) -> None:
+        self.path, self.echo = path, echo
+        self.t0 = time.perf_counter()
+
+    def __call__(self, msg: str) -> None:
+        line = f"[{time.perf_counter() - self.t0:8.1f}s] {msg}"
+        with self.path.open("a") as f:
+            f.write(line + "\n")
+        if self.echo:
+            tqdm.write(line)
+
+    def metrics(self, m: dict) -> None:
+        self(json.dumps(m, separators=(",", ":")))
+
+
+def _spread(samples: list[Sample], n: int) -> list[Sample]:
+    """n samples spread evenly over the list (deterministic)."""
+    if len(samples) <= n:
+        return list(samples)
+    stride = len(samples) / n
+    return [samples[int(i * stride)] for i in range(n)]
+
+
+def eval_splits(samples: list[Sample], n: int, with_train: bool = False) -> dict[str, list[Sample]]:
+    """Held-out samples per source ("tools-heldout", "generic-heldout"), at most n each; with
+    with_train also "train-sample" (n training samples, to see the generalisation gap)."""
+    out: dict[str, list[Sample]] = {}
+    for source in sorted({s.source for s in samples}):
+        held = [s for s in samples if s.split == "heldout" and s.source == source]
+        if held:
+            out[f"{source}-heldout"] = _spread(held, n)
+    if with_train:
+        out["train-sample"] = _spread([s for s in samples if s.split == "train"], n)
+    return out
+
+
+def run_evals(drafter: DFlashDrafter, target: FrozenTarget, evals: dict[str, list[Sample]],
+              block_size: int, max_len: int, log: RunLog) -> dict[str, dict]:
+    out = {}
+    for name, samples in evals.items():
+        t = time.perf_counter()
+        r = evaluate_tau(drafter, target, samples, block_size=block_size, max_len=max_len)
+        out[name] = r.to_dict()
+        log(f"tau[{name}] = {r.tau:.3f} over {r.steps} steps, {r.samples} samples "
+            f"({time.perf_counter() - t:.1f}s)")
+    return out
+
+
+def save_checkpoint(path: Path, drafter: DFlashDrafter, opt: torch.optim.Optimizer,
+                    dev_gen: torch.Generator, dcfg: DFlashConfig, state: dict) -> None:
+    """Atomic write (tmp + rename): a kill mid-save never leaves a torn checkpoint."""
+    tmp = path.with_suffix(".tmp")
+    torch.save({"drafter": drafter.state_dict(), "optimizer": opt.state_dict(),
+                "dev_gen": dev_gen.get_state(), "config": dcfg.to_hf_dict(), "state": state},
+               tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, drafter: DFlashDrafter, opt: torch.optim.Optimizer,
+                    dev_gen: torch.Generator, dcfg: DFlashConfig) -> dict:
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    saved = DFlashConfig.from_hf_dict(ck["config"])
+    if saved != dcfg:
+        raise ValueError(f"{path}: checkpoint drafter config {saved} differs from this run's "
+                         f"{dcfg}; expected the same flags (or a fresh --out)")
+    drafter.load_state_dict(ck["drafter"])
+    opt.load_state_dict(ck["optimizer"])
+    dev_gen.set_state(ck["dev_gen"])
+    return ck["state"]

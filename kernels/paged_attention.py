@@ -205,6 +205,13 @@ def _paged_attention_combine_kernel(
              mask=d_ok)
 
 
+def query_tiling(n_q: int, group: int) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_Q): a program's rows are BLOCK_Q query tokens x `group` q heads; tl.dot
+    needs >= 16 rows, and 64 keeps a prefill tile's registers in budget."""
+    block_m = max(16, next_pow2(group), min(64, next_pow2(group * n_q)))
+    return block_m, block_m // group
+
+
 def default_num_splits(batch: int, n_kv: int, q_tiles: int, max_kv: int, device: torch.device) -> int:
     """Split KV only when (row, kv head, q tile) programs leave most SMs idle and the context is
     long: each split then keeps >= 512 keys, so the extra combine launch stays worth it."""
@@ -219,20 +226,21 @@ def triton_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.
                            block_tables: torch.Tensor, kv_lens: torch.Tensor, q_lens: torch.Tensor,
                            scale: float, kv_lens_host: list[int] | None = None,
                            out: torch.Tensor | None = None, num_splits: int | None = None,
-                           block_n: int = 64, num_warps: int = 4, num_stages: int = 2) -> torch.Tensor:
+                           block_n: int = 64, num_warps: int | None = None,
+                           num_stages: int = 2) -> torch.Tensor:
     """The Triton path on any device Triton runs on (CUDA, or CPU under TRITON_INTERPRET=1).
 
     `out` (optional) is a preallocated [batch, n_q, n_heads, head_dim] tensor of q's dtype (unit
     stride on head_dim) that is fully overwritten. `num_splits` None picks `default_num_splits`;
-    it and the launch knobs exist for the benchmark.
+    it and the launch knobs exist for the benchmark. `num_warps` None: 4 up to head_dim 64, else 8
+    (ptxas -v, sm_90, bf16: head_dim 128 with 4 warps spills 450-700 bytes; with 8 it spills none).
     """
     _check(q, k_pool, v_pool, block_tables, kv_lens, q_lens)
     _check_triton(q, k_pool, v_pool, block_tables, kv_lens, q_lens)
     bsz, n_q, n_heads, head_dim = q.shape
     page, n_kv = k_pool.shape[1], k_pool.shape[2]
     group = n_heads // n_kv
-    block_m = max(16, next_pow2(group), min(64, next_pow2(group * n_q)))
-    block_q = block_m // group
+    block_m, block_q = query_tiling(n_q, group)
     q_tiles = triton.cdiv(n_q, block_q)
     max_kv = max(kv_lens_host) if kv_lens_host else block_tables.shape[1] * page
     if num_splits is not None and not 1 <= num_splits <= 256:
@@ -254,6 +262,7 @@ def triton_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.
         l_ = torch.empty_like(m)
         so = part.stride()[:4]
     sm = m.stride()[:3]
+    num_warps = num_warps or (4 if head_dim <= 64 else 8)
     dot_precision = "ieee" if q.dtype == torch.float32 else "tf32"  # tf32 = default, no-op for 16-bit
     _paged_attention_kernel[(bsz * n_kv, q_tiles, splits)](
         q, k_pool, v_pool, block_tables, kv_lens, q_lens, part, m, l_, scale * 1.4426950408889634,

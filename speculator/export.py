@@ -14,7 +14,6 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-
 from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.model import DFlashDrafter
 

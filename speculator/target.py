@@ -8,6 +8,7 @@ forward stops after the last tapped layer and never runs the LM head.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,8 @@ class FrozenTarget:
         -> taps [b, S, K*H] in target_layer_ids order."""
         self._taps.clear()
         base = getattr(self.model, "model", self.model)
-        try:
+        with contextlib.suppress(_StopForward):
             base(input_ids=input_ids, use_cache=False)
-        except _StopForward:
-            pass
         taps = [self._taps[i] for i in self.layer_ids]
         self._taps.clear()
         return torch.cat(taps, dim=-1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 from turnspec.speculator.blocks import (
     accepted_prefix,
     anchor_candidates,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import torch
-
 from turnspec.speculator.masks import inference_mask, training_mask
 
 

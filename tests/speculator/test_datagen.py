@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from turnspec.speculator.data import PackedSplit, read_samples
+from turnspec.speculator.datagen import PromptItem, generate_dataset
+
+
+def _items(n: int) -> list[PromptItem]:
+    return [PromptItem(f"q{i}", "train" if i % 3 else "heldout", "tools",
+                       tuple(range(10, 10 + 2 + i % 4))) for i in range(n)]
+
+
+def _answer(calls: list[int]):
+    def answer(prompts: list[list[int]]) -> list[list[int]]:
+        calls.append(len(prompts))
+        return [[p[-1] + 1, p[-1] + 2, 2] for p in prompts]              # ... + EOS
+    return answer
+
+
+def test_records_masks_and_resume(tmp_path):
+    calls: list[int] = []
+    stats = generate_dataset(_items(7), _answer(calls), tmp_path, batch_size=3, progress=False)
+    assert stats["written"] == 7 and calls == [3, 3, 1]
+    samples = {s.id: s for s in read_samples(tmp_path)}
+    s = samples["q1"]                                                    # prompt 10, 11, 12
+    assert s.input_ids == (10, 11, 12, 13, 14, 2)
+    assert s.loss_mask == (0, 0, 0, 1, 1, 1) and s.prompt_len == 3 and s.split == "train"
+    # a run killed mid-write: torn last line; the resumed run answers only what is missing
+    path = tmp_path / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:4]) + lines[4][:10])
+    calls.clear()
+    stats = generate_dataset(_items(9), _answer(calls), tmp_path, batch_size=8, progress=False)
+    assert stats["skipped_done"] == 4 and stats["written"] == 5 and calls == [5]
+    assert sorted(s.id for s in read_samples(tmp_path)) == sorted(f"q{i}" for i in range(9))
+
+
+def test_answer_contract_is_checked(tmp_path):
+    with pytest.raises(ValueError, match="one per prompt"):
+        generate_dataset(_items(2), lambda ps: [[1]], tmp_path, progress=False)
+    with pytest.raises(ValueError, match="unique"):
+        generate_dataset(_items(2) * 2, _answer([]), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="split"):
+        PromptItem("x", "test", "tools", (1,))
+
+
+def test_packed_split_truncates_right_and_batches_by_length(tmp_path):
+    generate_dataset(_items(30), _answer([]), tmp_path, batch_size=30, progress=False)
+    packed = PackedSplit.build(read_samples(tmp_path), max_len=6, device="cpu")
+    # prompts of 5 tokens keep 1 response token: dropped; prompts of 4 keep 2: truncated
+    assert packed.ids.shape == (23, 6) and packed.truncated == 7
+    row = packed.lengths.index(5)                                        # prompt 10, 11
+    assert packed.ids[row].tolist() == [10, 11, 12, 13, 2, 0]
+    assert packed.loss_mask[row].tolist() == [False, False, True, True, True, False]
+    seen = []
+    for rows, width, tokens in packed.batches(4, torch.Generator().manual_seed(0)):
+        lens = [packed.lengths[i] for i in rows.tolist()]
+        assert width == max(lens) and tokens == sum(lens)
+        seen += rows.tolist()
+    assert sorted(seen) == list(range(23))

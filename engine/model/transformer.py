@@ -92,12 +92,12 @@ class Transformer(nn.Module):
         where tap i is the *output* of layer tap_layers[i] (HF hidden_states[id + 1]).
         """
         x = self.embed_tokens(input_ids)
-        taps: list[torch.Tensor] = []
+        taps: dict[int, torch.Tensor] = {}
         for i, layer in enumerate(self.layers):
             x = layer(x, cos, sin, k_pools[i], v_pools[i], batch)
             if i in tap_layers:
-                taps.append(x)
-        tapped = torch.cat(taps, dim=-1) if taps else None
+                taps[i] = x
+        tapped = torch.cat([taps[i] for i in tap_layers], dim=-1) if tap_layers else None
         return self.norm(x), tapped
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

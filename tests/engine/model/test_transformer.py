@@ -9,6 +9,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from turnspec.engine.model.attention import AttentionBatch
+from turnspec.engine.model.cpu_linear import pack_linears
 from turnspec.engine.model.rope import RotaryTable
 from turnspec.engine.model.weights import load_model
 
@@ -56,11 +57,14 @@ def run_prefill(model, ids: torch.Tensor, block_size: int = 4) -> torch.Tensor:
     return model.logits(hidden)
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["f_linear", "mkl_packed"])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_logits_match_transformers(tmp_path: Path, family: str) -> None:
+def test_logits_match_transformers(tmp_path: Path, family: str, packed: bool) -> None:
     path = make_checkpoint(tmp_path, family)
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     ours = load_model(path)
+    if packed:
+        assert pack_linears(ours) > 0
     ids = torch.randint(0, TINY["vocab_size"], (1, 23), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         ref = hf(ids).logits

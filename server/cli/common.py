@@ -1,0 +1,40 @@
+"""Engine flags shared by every command that runs the model (generate, chat, serve, bench)."""
+
+from __future__ import annotations
+
+import argparse
+
+from turnspec.engine.local import LocalEngineConfig
+
+
+def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none") -> None:
+    g = p.add_argument_group("engine")
+    g.add_argument("--model", default=None,
+                   help="local HF model folder (default: SmolLM2-135M-Instruct, prepared on first use)")
+    g.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default: cpu)")
+    g.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default: fp32 on CPU, bf16 on CUDA)")
+    g.add_argument("--speculator", default=speculator_default,
+                   help="none | default | PATH to a DFlash drafter folder (default: %(default)s)")
+    g.add_argument("--spec-block-size", type=int, default=None,
+                   help="speculative block size (default: the drafter's)")
+    g.add_argument("--max-batch", type=int, default=32)
+    g.add_argument("--max-context", type=int, default=None)
+    g.add_argument("--kv-memory-gb", type=float, default=None)
+    g.add_argument("--threads", type=int, default=None, help="torch threads on CPU")
+
+
+def resolve_model_dir(model: str | None) -> str:
+    """The --model folder, or the default model (converted from its GGUF once)."""
+    if model:
+        return model
+    from turnspec.engine.model.prepare import prepare_default_model
+
+    return str(prepare_default_model())
+
+
+def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
+    return LocalEngineConfig(
+        model_dir=resolve_model_dir(args.model), device=args.device, dtype=args.dtype,
+        speculator=args.speculator, spec_block_size=args.spec_block_size,
+        max_batch=args.max_batch, max_context=args.max_context,
+        kv_memory_gb=args.kv_memory_gb, threads=args.threads)

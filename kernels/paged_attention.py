@@ -282,7 +282,9 @@ def triton_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.
 def paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor,
                     block_tables: torch.Tensor, kv_lens: torch.Tensor, q_lens: torch.Tensor,
                     scale: float, kv_lens_host: list[int] | None = None) -> torch.Tensor:
-    """Dispatch: Triton on CUDA (when available), the torch reference elsewhere."""
+    """Dispatch: the Triton kernel on CUDA, the torch reference elsewhere (same output contract,
+    padded queries zero). Pass `kv_lens_host` when known: the reference then skips a sync and the
+    kernel sizes its KV split from the real context instead of the block-table width."""
     if q.is_cuda:
         return triton_paged_attention(q, k_pool, v_pool, block_tables, kv_lens, q_lens, scale,
                                       kv_lens_host)

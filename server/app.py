@@ -84,7 +84,7 @@ class ServerApp:
                 loop.remove_signal_handler(sig)
         await self.shutdown()
 
-    async def shutdown(self, drain_seconds: float | None = None) -> None:
+    async def shutdown(self, drain_seconds: float | None = None, stop_engine: bool = True) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -98,6 +98,6 @@ class ServerApp:
             await self._grpc.stop(grace=0.5)
         if self._runner is not None:
             await self._runner.cleanup()
-        if self.hub.ready:
+        if self.hub.ready and stop_engine:
             await self.hub.engine.shutdown()
         log.info("stopped")

@@ -72,15 +72,16 @@ class Session:
         self.session_id = session_id
         self.active: dict[str, Turn] = {}  # response_id -> turn
 
-    async def start(self, req: TurnRequest, *, param_prefix: str = "") -> Turn:
-        """Validate, render, admit. Raises `ApiError` (nothing has been streamed yet)."""
+    async def start(self, req: TurnRequest, *, messages_param: str = "messages") -> Turn:
+        """Validate, render, admit. Raises `ApiError` (nothing has been streamed yet).
+        `messages_param` names the conversation field in errors ("input" for Responses)."""
         try:
-            return await self._start(req, param_prefix)
+            return await self._start(req, messages_param)
         except ApiError as e:
             self.hub.rejected(self.transport, e)
             raise
 
-    async def _start(self, req: TurnRequest, pp: str) -> Turn:
+    async def _start(self, req: TurnRequest, mp: str) -> Turn:
         hub = self.hub
         hub.check_accepting()
         if self.max_active is not None and len(self.active) >= self.max_active:
@@ -93,7 +94,7 @@ class Session:
             choice = parse_tool_choice(req.tool_choice, tools)
         except ValueError as e:
             msg = str(e)
-            raise invalid(msg, param=pp + msg.split(":", 1)[0].strip()) from None
+            raise invalid(msg, param=msg.split(":", 1)[0].strip()) from None
 
         history, base = self._history(req)
         messages = ([{"role": "system", "content": req.instructions}]
@@ -107,9 +108,9 @@ class Session:
                 prompt = chat.render(messages, tools)
         except Exception as e:  # the template's own checks (role order, content types)
             raise invalid(f"the chat template rejected the conversation: {e}",
-                          param=pp + "messages") from None
+                          param=mp) from None
         render_ms = (time.perf_counter() - t0) * 1000.0
-        sampling = self._sampling(req, len(prompt), pp)
+        sampling = self._sampling(req, len(prompt), mp)
 
         response_id = new_id("resp")
         grammar = None
@@ -160,17 +161,17 @@ class Session:
                            param="previous_response_id")
         return base.messages + list(req.messages), base
 
-    def _sampling(self, req: TurnRequest, prompt_len: int, pp: str) -> SamplingParams:
+    def _sampling(self, req: TurnRequest, prompt_len: int, mp: str) -> SamplingParams:
         ctx = self.hub.engine.max_context
         room = ctx - prompt_len
         if room < 1:
             raise invalid(f"the prompt is {prompt_len} tokens; this model's context is {ctx} "
                           "tokens and at least one must remain for the output",
-                          param=pp + "messages", code="context_length_exceeded")
+                          param=mp, code="context_length_exceeded")
         if req.max_tokens is not None and req.max_tokens > room:
             raise invalid(f"prompt ({prompt_len} tokens) + max output tokens ({req.max_tokens})"
                           f" exceed the context of {ctx} tokens; ask for at most {room}",
-                          param=pp + "max_tokens", code="context_length_exceeded")
+                          param="max_tokens", code="context_length_exceeded")
         max_tokens = req.max_tokens or min(self.hub.config.default_max_tokens, room)
         try:
             return SamplingParams(
@@ -179,7 +180,7 @@ class Session:
                 top_k=req.top_k or 0, seed=req.seed, max_tokens=max_tokens, stop=req.stop)
         except ValueError as e:
             msg = str(e)
-            raise invalid(msg, param=pp + msg.split(":", 1)[0]) from None
+            raise invalid(msg, param=msg.split(":", 1)[0]) from None
 
     def _remember(self, history: list[Message], instructions: str | None):
         store = self.store

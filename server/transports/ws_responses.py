@@ -109,7 +109,7 @@ class ResponsesSocket:
 
     async def _run_turn(self, req: TurnRequest, meta: dict[str, Any]) -> None:
         try:
-            turn = await self.session.start(req, param_prefix="")
+            turn = await self.session.start(req, messages_param="input")
         except ApiError as e:
             await self._error(e)
             return

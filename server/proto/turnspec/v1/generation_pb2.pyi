@@ -128,7 +128,7 @@ class ToolCallDelta(_message.Message):
     def __init__(self, index: _Optional[int] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_delta: _Optional[str] = ..., done: _Optional[bool] = ..., arguments_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Timing(_message.Message):
-    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms")
+    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms", "received_unix_ms")
     SERVER_RECEIVED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     ADMISSION_MS_FIELD_NUMBER: _ClassVar[int]
     RENDER_MS_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +143,7 @@ class Timing(_message.Message):
     PREFILL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SERVER_E2E_MS_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     server_received_unix_ms: float
     admission_ms: float
     render_ms: float
@@ -157,7 +158,8 @@ class Timing(_message.Message):
     prefill_tokens: int
     completion_tokens: int
     server_e2e_ms: float
-    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ...) -> None: ...
+    received_unix_ms: float
+    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ..., received_unix_ms: _Optional[float] = ...) -> None: ...
 
 class SpecStats(_message.Message):
     __slots__ = ("verify_steps", "accepted_tokens", "committed_tokens", "block_size", "tau")

@@ -1,0 +1,43 @@
+"""Helpers for server tests: servers on a background loop, /metrics scraping, shared tools."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+from turnspec.server.config import ServerConfig
+from turnspec.server.testing import ThreadedServer
+
+BLOCK = 16  # the test engine's KV block size
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+WEATHER_TOOL_FLAT = {"type": "function", **WEATHER_TOOL["function"]}  # Responses form
+
+
+def start_server(engine, **config) -> ThreadedServer:
+    cfg = {"host": "127.0.0.1", "port": 0, "grpc_port": 0, "default_max_tokens": 16, **config}
+    return ThreadedServer(engine, ServerConfig(**cfg), stop_engine=False).start()
+
+
+def scrape(port: int) -> dict[str, float]:
+    """GET /metrics -> {"name{labels}": value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def wait_engine_idle(port: int, timeout: float = 30.0) -> dict[str, float]:
+    """Poll /metrics until the engine has no active sequence (barge-in freed its KV)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = scrape(port)
+        if m["turnspec_engine_active_sequences"] == 0 or time.monotonic() > deadline:
+            return m
+        time.sleep(0.05)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.speculator.tiny import make_tiny_target
+from tests.speculator.tiny import make_tiny_data, make_tiny_target
 
 
 @pytest.fixture(scope="package", autouse=True)
@@ -23,3 +23,9 @@ def one_thread():
 @pytest.fixture(scope="session")
 def tiny_target_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_target(tmp_path_factory.mktemp("tiny_target"))
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tiny_target_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """256 random prompts answered greedily by the tiny target (1/4 held out)."""
+    return make_tiny_data(tiny_target_dir, tmp_path_factory.mktemp("tiny_data"))

@@ -5,7 +5,6 @@ step, and an interrupted run resumes to the same weights."""
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -14,29 +13,12 @@ import pytest
 import torch
 from turnspec.speculator import train_io
 from turnspec.speculator.data import Sample, read_samples
-from turnspec.speculator.datagen import PromptItem, generate_dataset
 from turnspec.speculator.export import load_drafter
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import evaluate_tau
 from turnspec.speculator.train import TrainConfig, train
 
-from tests.speculator.tiny import TINY_LAYER_IDS, TINY_MASK, greedy_answer
-
-NEW_TOKENS = 32
-
-
-@pytest.fixture(scope="module")
-def tiny_data(tiny_target_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rng = random.Random(0)
-    items = [PromptItem(id=f"p{i}", split="heldout" if i % 8 < 2 else "train",
-                        source="tools" if i % 2 else "generic",
-                        prompt_ids=tuple(rng.randrange(3, TINY_MASK)
-                                         for _ in range(rng.choice([8, 12, 16]))))
-             for i in range(256)]
-    out = tmp_path_factory.mktemp("tiny_data")
-    generate_dataset(items, greedy_answer(tiny_target_dir, NEW_TOKENS), out, batch_size=64,
-                     progress=False)
-    return out
+from tests.speculator.tiny import NEW_TOKENS, TINY_LAYER_IDS, TINY_MASK
 
 
 def _cfg(data: Path, target: Path, out: Path, **kw) -> TrainConfig:

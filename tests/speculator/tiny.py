@@ -11,6 +11,7 @@ import torch
 TINY_VOCAB = 128
 TINY_LAYER_IDS = (1, 3)  # build_target_layer_ids(6, 2)
 TINY_MASK = TINY_VOCAB - 1  # never in prompts; the random target may emit it, harmless here
+NEW_TOKENS = 32
 
 
 def make_tiny_target(out: Path) -> Path:
@@ -48,3 +49,19 @@ def greedy_answer(model_dir: Path, max_new_tokens: int) -> Callable[[list[list[i
         return out  # type: ignore[return-value]
 
     return answer
+
+
+def make_tiny_data(target_dir: Path, out: Path, n: int = 256) -> Path:
+    import random
+
+    from turnspec.speculator.datagen import PromptItem, generate_dataset
+
+    rng = random.Random(0)
+    items = [PromptItem(id=f"p{i}", split="heldout" if i % 8 < 2 else "train",
+                        source="tools" if i % 2 else "generic",
+                        prompt_ids=tuple(rng.randrange(3, TINY_MASK)
+                                         for _ in range(rng.choice([8, 12, 16]))))
+             for i in range(n)]
+    generate_dataset(items, greedy_answer(target_dir, NEW_TOKENS), out, batch_size=64,
+                     progress=False)
+    return out

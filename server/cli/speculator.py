@@ -1,0 +1,200 @@
+"""`turnspec speculator {datagen,train,eval,export}`: build the DFlash drafter end to end.
+
+datagen renders workload + generic prompts with the target's chat template and answers them
+greedily with the local engine (the target itself); train/eval read the target through
+transformers (speculator/target.py); export writes the z-lab / SGLang layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+_DTYPES = ("bfloat16", "float16", "float32")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("speculator", help="DFlash drafter: datagen, train, eval, export")
+    sub = p.add_subparsers(dest="speculator_command", required=True)
+
+    d = sub.add_parser("datagen", help="answer workload + generic prompts with the target")
+    d.add_argument("--out", required=True, type=Path, help="data folder (samples.jsonl; resumable)")
+    d.add_argument("--tool-conversations", type=int, default=2000,
+                   help="voice/tool conversations to draw turns from (default: %(default)s)")
+    d.add_argument("--generic", type=int, default=2000,
+                   help="generic chat prompts (default: %(default)s)")
+    d.add_argument("--heldout-frac", type=float, default=0.05,
+                   help="share of generic prompts held out (tool split comes from the workload)")
+    d.add_argument("--max-new-tokens", type=int, default=256)
+    d.add_argument("--max-prompt-tokens", type=int, default=1536,
+                   help="skip prompts longer than this (default: %(default)s)")
+    d.add_argument("--batch-size", type=int, default=256, help="prompts per engine call")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--no-progress", action="store_true")
+    from turnspec.server.cli.common import add_engine_args
+
+    add_engine_args(d)
+    d.set_defaults(func=run_datagen)
+
+    t = sub.add_parser("train", help="train a drafter on datagen output")
+    t.add_argument("--data", required=True, type=Path)
+    t.add_argument("--out", required=True, type=Path,
+                   help="run folder: checkpoint.pt, drafter/, metrics.json, train.log")
+    _add_model(t)
+    t.add_argument("--layers", type=int, default=3)
+    t.add_argument("--block-size", type=int, default=16)
+    t.add_argument("--taps", type=int, default=5, help="target layers tapped (K)")
+    t.add_argument("--mask-token-id", type=int, default=None)
+    t.add_argument("--batch-size", type=int, default=32, help="sequences per step")
+    t.add_argument("--anchors", type=int, default=64, help="blocks per sequence per step")
+    t.add_argument("--epochs", type=float, default=6.0)
+    t.add_argument("--max-steps", type=int, default=None)
+    t.add_argument("--time-budget", type=float, default=None,
+                   help="seconds for the training loop; the cosine schedule is fitted to it")
+    t.add_argument("--lr", type=float, default=6e-4)
+    t.add_argument("--warmup", type=float, default=0.04)
+    t.add_argument("--weight-decay", type=float, default=0.01)
+    t.add_argument("--gamma", type=float, default=None, help="loss decay (default: paper's)")
+    t.add_argument("--max-len", type=int, default=1024)
+    t.add_argument("--log-every", type=int, default=50)
+    t.add_argument("--eval-every", type=int, default=0, help="steps between tau evals (0: end)")
+    t.add_argument("--eval-samples", type=int, default=64)
+    t.add_argument("--final-eval-samples", type=int, default=512)
+    t.add_argument("--ckpt-every", type=int, default=1000)
+    t.add_argument("--export-dtype", choices=_DTYPES, default="bfloat16")
+    t.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--no-resume", action="store_true", help="ignore out/checkpoint.pt")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=run_train)
+
+    e = sub.add_parser("eval", help="offline greedy tau per held-out split")
+    e.add_argument("--data", required=True, type=Path)
+    _add_model(e)
+    e.add_argument("--drafter", default="default", help="drafter folder or 'default'")
+    e.add_argument("--block-size", type=int, default=None, help="serve block (<= trained)")
+    e.add_argument("--samples", type=int, default=512, help="per split")
+    e.add_argument("--max-len", type=int, default=2048)
+    e.add_argument("--device", default="auto")
+    e.add_argument("--with-train", action="store_true", help="also a sample of the train split")
+    e.add_argument("--json", type=Path, default=None, help="write the results here too")
+    e.set_defaults(func=run_eval)
+
+    x = sub.add_parser("export", help="write a drafter in the z-lab / SGLang layout")
+    x.add_argument("--out", required=True, type=Path)
+    x.add_argument("--checkpoint", default=None,
+                   help="train checkpoint.pt, a train --out folder, or a drafter folder "
+                        "(default: the committed default drafter)")
+    x.add_argument("--dtype", choices=_DTYPES, default="bfloat16")
+    x.set_defaults(func=run_export)
+
+
+def _add_model(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="target HF folder (default: SmolLM2-135M-Instruct, prepared on first use)")
+
+
+def run_datagen(args: argparse.Namespace) -> int:
+    from turnspec.engine.local import LocalEngine
+    from turnspec.engine.protocol import SamplingParams
+    from turnspec.server.cli.common import engine_config_from_args
+    from turnspec.speculator.datagen import generate_dataset
+    from turnspec.speculator.prompts import build_prompt_items
+
+    cfg = engine_config_from_args(args)
+    engine = LocalEngine(cfg)
+    engine.load()
+    sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
+    items, skipped = build_prompt_items(
+        engine.chat.render, tool_conversations=args.tool_conversations, generic=args.generic,
+        heldout_frac=args.heldout_frac, max_prompt_tokens=args.max_prompt_tokens,
+        seed=args.seed)
+    meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
+            "tool_conversations": args.tool_conversations, "generic": args.generic,
+            "skipped_long_prompts": skipped, "seed": args.seed}
+    stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
+                             batch_size=args.batch_size, progress=not args.no_progress,
+                             meta=meta)
+    print(json.dumps({**stats, "skipped_long_prompts": skipped, "out": str(args.out)}))
+    return 0
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from turnspec.server.cli.common import resolve_model_dir
+    from turnspec.speculator.train import TrainConfig, train
+
+    cfg = TrainConfig(
+        data=args.data, model_dir=Path(resolve_model_dir(args.model)), out=args.out,
+        num_layers=args.layers, block_size=args.block_size, num_taps=args.taps,
+        mask_token_id=args.mask_token_id, batch_size=args.batch_size, anchors=args.anchors,
+        epochs=args.epochs, max_steps=args.max_steps, time_budget_s=args.time_budget,
+        lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay, gamma=args.gamma,
+        max_len=args.max_len, log_every=args.log_every, eval_every=args.eval_every,
+        eval_samples=args.eval_samples, final_eval_samples=args.final_eval_samples,
+        ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
+        seed=args.seed, resume=not args.no_resume, progress=not args.no_progress)
+    m = train(cfg)
+    print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
+                      "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    import torch
+    from turnspec.server.cli.common import resolve_model_dir
+    from turnspec.speculator.data import read_samples
+    from turnspec.speculator.export import load_drafter
+    from turnspec.speculator.target import FrozenTarget
+    from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device, run_evals
+
+    device = resolve_device(args.device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    drafter = load_drafter(args.drafter, device=device, dtype=dtype)
+    target = FrozenTarget.from_model_dir(resolve_model_dir(args.model),
+                                         drafter.config.target_layer_ids, device, dtype)
+    splits = eval_splits(read_samples(args.data), args.samples, with_train=args.with_train)
+    log = RunLog(None, echo=True)
+    results = run_evals(drafter, target, splits, args.block_size or drafter.config.block_size,
+                        args.max_len, log)
+    out = {"drafter": str(args.drafter), "block_size": args.block_size or
+           drafter.config.block_size, "tau": {k: v["tau"] for k, v in results.items()},
+           "eval": results}
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out["tau"]))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    import torch
+    from turnspec.speculator.export import load_drafter, save_drafter
+
+    dtype = getattr(torch, args.dtype)
+    src = args.checkpoint
+    path = Path(src) if src else None
+    if path is not None and path.is_dir() and (path / "checkpoint.pt").is_file() \
+            and not (path / "config.json").is_file():
+        path = path / "checkpoint.pt"
+    if path is not None and path.is_file():
+        drafter = _from_train_checkpoint(path)
+    else:
+        drafter = load_drafter(path)                   # None -> the committed default drafter
+    out = save_drafter(drafter, args.out, dtype)
+    print(f"wrote {out} ({args.dtype})", file=sys.stderr)
+    return 0
+
+
+def _from_train_checkpoint(path: Path):
+    import torch
+    from turnspec.speculator.config import DFlashConfig
+    from turnspec.speculator.model import DFlashDrafter
+
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    if "drafter" not in ck or "config" not in ck:
+        raise ValueError(f"{path}: expected a `turnspec speculator train` checkpoint "
+                         "(keys drafter, config)")
+    drafter = DFlashDrafter(DFlashConfig.from_hf_dict(ck["config"]))
+    drafter.load_state_dict(ck["drafter"])
+    return drafter

@@ -1,0 +1,49 @@
+"""`turnspec speculator train/eval/export` through argparse, as the console script runs them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+from turnspec.server.cli.speculator import register
+from turnspec.speculator.export import read_drafter
+
+from tests.speculator.tiny import TINY_MASK
+
+
+def _run(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="turnspec")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(list(argv))
+    return args.func(args)
+
+
+def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    common = ["--model", str(tiny_target_dir)]
+    assert _run("speculator", "train", "--data", str(tiny_data), "--out", str(run), *common,
+                "--layers", "1", "--block-size", "4", "--taps", "2",
+                "--mask-token-id", str(TINY_MASK), "--batch-size", "8", "--anchors", "8",
+                "--max-steps", "6", "--log-every", "3", "--final-eval-samples", "4",
+                "--max-len", "64", "--export-dtype", "float32", "--no-progress",
+                "--device", "cpu") == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["steps"] == 6 and set(out["tau"]) == {"generic-heldout", "tools-heldout",
+                                                    "train-sample"}
+    res = tmp_path / "eval.json"
+    assert _run("speculator", "eval", "--data", str(tiny_data), *common, "--drafter",
+                str(run / "drafter"), "--samples", "4", "--block-size", "3", "--device", "cpu",
+                "--json", str(res)) == 0
+    ev = json.loads(res.read_text())
+    assert ev["block_size"] == 3 and 1.0 <= ev["tau"]["tools-heldout"] <= 3.0
+    # export from the run folder (its checkpoint.pt) == the drafter train exported
+    assert _run("speculator", "export", "--out", str(tmp_path / "x"), "--checkpoint", str(run),
+                "--dtype", "float32") == 0
+    a, b = read_drafter(run / "drafter"), read_drafter(tmp_path / "x")
+    assert a.config == b.config
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(),
+                                                 b.state_dict().values(), strict=True))
+    assert _run("speculator", "export", "--out", str(tmp_path / "y"), "--checkpoint",
+                str(tmp_path / "x")) == 0                                # re-export to bf16
+    assert read_drafter(tmp_path / "y").fc.weight.dtype == torch.bfloat16

@@ -92,126 +92,150 @@ class TrainConfig:
 
 def train(cfg: TrainConfig) -> dict:
     """Train, export to out/drafter, evaluate tau per held-out split; returns the metrics."""
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    log = RunLog(cfg.out / "train.log", cfg.progress)
-    device = resolve_device(cfg.device)
-    amp = device.type == "cuda"
-    target_cfg = read_target_config(cfg.model_dir)
-    mask_id = cfg.mask_token_id if cfg.mask_token_id is not None else \
-        default_mask_token_id(cfg.model_dir)
-    dcfg = DFlashConfig.for_target(target_cfg, num_layers=cfg.num_layers,
-                                   block_size=cfg.block_size, mask_token_id=mask_id,
-                                   k=cfg.num_taps)
-    target = FrozenTarget.from_model_dir(cfg.model_dir, dcfg.target_layer_ids, device,
-                                         torch.bfloat16 if amp else torch.float32)
-    samples = read_samples(cfg.data)
-    train_split = PackedSplit.build([s for s in samples if s.split == "train"], cfg.max_len,
-                                    device)
-    evals = eval_splits(samples, cfg.eval_samples)
-    log(f"device={device} target={cfg.model_dir} layers={dcfg.target_layer_ids} "
-        f"mask_token_id={mask_id} train={len(train_split)} seqs "
-        f"({train_split.num_tokens()} tokens, {train_split.truncated} truncated at "
-        f"{cfg.max_len}) eval={ {k: len(v) for k, v in evals.items()} }")
+    run = _Run(cfg)
+    run.loop()
+    return run.finish()
 
-    torch.manual_seed(cfg.seed)
-    drafter = DFlashDrafter(dcfg).to(device)
-    opt = torch.optim.AdamW(drafter.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                            fused=amp)
-    steps_per_epoch = math.ceil(len(train_split) / cfg.batch_size)
-    total = max(1, int(steps_per_epoch * cfg.epochs))
-    if cfg.max_steps:
-        total = min(total, cfg.max_steps)
-    host_gen = torch.Generator().manual_seed(cfg.seed)
-    dev_gen = torch.Generator(device).manual_seed(cfg.seed + 1)
-    state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "total": total, "elapsed_s": 0.0,
-             "history": [], "epoch_gen": host_gen.get_state()}
-    ckpt_path = cfg.out / "checkpoint.pt"
-    if cfg.resume and ckpt_path.is_file():
-        state = load_checkpoint(ckpt_path, drafter, opt, dev_gen, dcfg)
-        log(f"resumed at step {state['step']}/{state['total']} (epoch {state['epoch']})")
 
-    decay = decay_weights(dcfg.block_size, cfg.gamma or default_gamma(dcfg.block_size), device)
-    n_params = sum(p.numel() for p in drafter.parameters())
-    log(f"drafter {n_params / 1e6:.2f}M params, {dcfg.num_layers} layers, B={dcfg.block_size}, "
-        f"steps={state['total']} ({steps_per_epoch}/epoch), batch={cfg.batch_size}x"
-        f"{cfg.anchors} blocks")
-    acc = _Accum(dcfg.block_size, device)
-    bar = tqdm(total=state["total"], initial=state["step"], disable=not cfg.progress,
-               desc="train", dynamic_ncols=True)
-    t0, step0, tokens_seen = time.perf_counter() - state["elapsed_s"], state["step"], 0
-    t_window, tok_window = time.perf_counter(), 0
-    drafter.train()
-    while state["step"] < state["total"]:
-        host_gen.set_state(state["epoch_gen"])
-        for bi, (rows, width, tok) in enumerate(train_split.batches(cfg.batch_size, host_gen)):
-            if bi < state["batch_in_epoch"]:
-                continue
-            if state["step"] >= state["total"]:
-                break
-            lr = cosine_lr(state["step"], state["total"],
-                           max(1, int(cfg.warmup * state["total"])), cfg.lr, cfg.lr * 0.1)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            loss = _train_step(drafter, target, train_split, rows, width, cfg, dcfg, decay,
-                               dev_gen, acc, amp)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(drafter.parameters(), cfg.grad_clip)
-            opt.step()
-            state["step"] += 1
-            state["batch_in_epoch"] = bi + 1
-            tokens_seen += tok
-            tok_window += tok
-            bar.update(1)
-            step = state["step"]
-            if step % cfg.log_every == 0 or step == state["total"]:
-                m = acc.read_and_reset()                                  # host sync
-                now = time.perf_counter()
-                state["elapsed_s"] = now - t0
-                m.update(step=step, lr=lr, elapsed_s=round(state["elapsed_s"], 1),
-                         tokens_per_s=round(tok_window / (now - t_window)),
-                         steps_per_s=round(cfg.log_every / (now - t_window), 2))
-                t_window, tok_window = now, 0
-                if cfg.time_budget_s and step - step0 >= 10:
-                    per_step = state["elapsed_s"] / step
-                    cap = step + int((cfg.time_budget_s - state["elapsed_s"]) / per_step)
-                    state["total"] = max(step, min(state["total"], cap))
-                    bar.total = state["total"]
-                log.metrics(m)
-                state["history"].append(m)
-            if cfg.eval_every and step % cfg.eval_every == 0 and step < state["total"]:
-                state["history"].append({"step": step, "eval": run_evals(
-                    drafter, target, evals, dcfg.block_size, cfg.max_len, log)})
-            if step % cfg.ckpt_every == 0:
-                state["elapsed_s"] = time.perf_counter() - t0
-                save_checkpoint(ckpt_path, drafter, opt, dev_gen, dcfg, state)
-        else:
-            state["epoch"] += 1
-            state["batch_in_epoch"] = 0
-            state["epoch_gen"] = host_gen.get_state()
-    bar.close()
-    state["elapsed_s"] = time.perf_counter() - t0
-    save_checkpoint(ckpt_path, drafter, opt, dev_gen, dcfg, state)
-    train_s = state["elapsed_s"]
-    export_dir = save_drafter(drafter, cfg.out / "drafter", _DTYPES[cfg.export_dtype])
-    served = load_drafter(export_dir, device=device, dtype=_DTYPES[cfg.export_dtype])
-    final_evals = eval_splits(samples, cfg.final_eval_samples, with_train=True)
-    final = run_evals(served, target, final_evals, dcfg.block_size, cfg.max_len, log)
-    metrics = {
-        "config": {k: str(v) if isinstance(v, Path) else v
-                   for k, v in dataclasses.asdict(cfg).items()},
-        "drafter": dcfg.to_hf_dict(), "params": n_params, "device": str(device),
-        "steps": state["step"], "epochs": round(state["step"] / steps_per_epoch, 2),
-        "train_seconds": round(train_s, 1),
-        "tokens_per_s": round(tokens_seen / max(1e-9, train_s)),
-        "train_sequences": len(train_split), "train_tokens": train_split.num_tokens(),
-        "tau": {name: r["tau"] for name, r in final.items()}, "eval": final,
-        "history": state["history"], "export": str(export_dir),
-    }
-    (cfg.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    log(f"done: {state['step']} steps in {train_s:.0f}s; tau " +
-        " ".join(f"{k}={v['tau']:.3f}" for k, v in final.items()))
-    return metrics
+class _Run:
+    """One training run: setup (resume included), the step loop, export + final eval."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        self.cfg, self.log = cfg, RunLog(cfg.out / "train.log", cfg.progress)
+        self.device = resolve_device(cfg.device)
+        self.amp = self.device.type == "cuda"
+        mask_id = cfg.mask_token_id if cfg.mask_token_id is not None else \
+            default_mask_token_id(cfg.model_dir)
+        self.dcfg = dcfg = DFlashConfig.for_target(
+            read_target_config(cfg.model_dir), num_layers=cfg.num_layers,
+            block_size=cfg.block_size, mask_token_id=mask_id, k=cfg.num_taps)
+        self.target = FrozenTarget.from_model_dir(cfg.model_dir, dcfg.target_layer_ids,
+                                                  self.device,
+                                                  torch.bfloat16 if self.amp else torch.float32)
+        self.samples = read_samples(cfg.data)
+        self.data = PackedSplit.build([s for s in self.samples if s.split == "train"],
+                                      cfg.max_len, self.device)
+        self.evals = eval_splits(self.samples, cfg.eval_samples)
+        self.log(f"device={self.device} target={cfg.model_dir} layers={dcfg.target_layer_ids} "
+                 f"mask_token_id={mask_id} train={len(self.data)} seqs "
+                 f"({self.data.num_tokens()} tokens, {self.data.truncated} truncated at "
+                 f"{cfg.max_len}) eval={ {k: len(v) for k, v in self.evals.items()} }")
+        torch.manual_seed(cfg.seed)
+        self.drafter = DFlashDrafter(dcfg).to(self.device)
+        self.opt = torch.optim.AdamW(self.drafter.parameters(), lr=cfg.lr,
+                                     weight_decay=cfg.weight_decay, fused=self.amp)
+        self.steps_per_epoch = math.ceil(len(self.data) / cfg.batch_size)
+        total = max(1, int(self.steps_per_epoch * cfg.epochs))
+        total = min(total, cfg.max_steps) if cfg.max_steps else total
+        self.host_gen = torch.Generator().manual_seed(cfg.seed)
+        self.dev_gen = torch.Generator(self.device).manual_seed(cfg.seed + 1)
+        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "total": total,
+                      "elapsed_s": 0.0, "history": [], "epoch_gen": self.host_gen.get_state()}
+        self.ckpt = cfg.out / "checkpoint.pt"
+        if cfg.resume and self.ckpt.is_file():
+            self.state = load_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, dcfg)
+            self.log(f"resumed at step {self.state['step']}/{self.state['total']}")
+        self.decay = decay_weights(dcfg.block_size, cfg.gamma or default_gamma(dcfg.block_size),
+                                   self.device)
+        self.n_params = sum(p.numel() for p in self.drafter.parameters())
+        self.log(f"drafter {self.n_params / 1e6:.2f}M params, {dcfg.num_layers} layers, "
+                 f"B={dcfg.block_size}, steps={self.state['total']} ({self.steps_per_epoch}"
+                 f"/epoch), batch={cfg.batch_size} seqs x {cfg.anchors} blocks")
+        self.tokens_seen = 0
+
+    def loop(self) -> None:
+        cfg, st = self.cfg, self.state
+        acc = _Accum(self.dcfg.block_size, self.device)
+        bar = tqdm(total=st["total"], initial=st["step"], disable=not cfg.progress,
+                   desc="train", dynamic_ncols=True)
+        t0, step0 = time.perf_counter() - st["elapsed_s"], st["step"]
+        window = [time.perf_counter(), 0]                         # start time, tokens
+        self.drafter.train()
+        while st["step"] < st["total"]:
+            self.host_gen.set_state(st["epoch_gen"])
+            for bi, (rows, width, tok) in enumerate(self.data.batches(cfg.batch_size,
+                                                                      self.host_gen)):
+                if bi < st["batch_in_epoch"]:
+                    continue                                      # resumed mid-epoch
+                if st["step"] >= st["total"]:
+                    break
+                lr = cosine_lr(st["step"], st["total"], max(1, int(cfg.warmup * st["total"])),
+                               cfg.lr, cfg.lr * 0.1)
+                self._optimize(rows, width, lr, acc)
+                st["step"], st["batch_in_epoch"] = st["step"] + 1, bi + 1
+                self.tokens_seen += tok
+                window[1] += tok
+                bar.update(1)
+                step = st["step"]
+                if step % cfg.log_every == 0 or step == st["total"]:
+                    st["elapsed_s"] = time.perf_counter() - t0
+                    self._log_point(acc.read_and_reset(), lr, window, step - step0)  # sync
+                    bar.total = st["total"]
+                if cfg.eval_every and step % cfg.eval_every == 0 and step < st["total"]:
+                    st["history"].append({"step": step, "eval": run_evals(
+                        self.drafter, self.target, self.evals, self.dcfg.block_size,
+                        cfg.max_len, self.log)})
+                if step % cfg.ckpt_every == 0:
+                    st["elapsed_s"] = time.perf_counter() - t0
+                    save_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, self.dcfg,
+                                    st)
+            else:
+                st["epoch"], st["batch_in_epoch"] = st["epoch"] + 1, 0
+                st["epoch_gen"] = self.host_gen.get_state()
+        bar.close()
+        st["elapsed_s"] = time.perf_counter() - t0
+        save_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, self.dcfg, st)
+
+    def _optimize(self, rows: torch.Tensor, width: int, lr: float, acc: _Accum) -> None:
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        loss = _train_step(self.drafter, self.target, self.data, rows, width, self.cfg,
+                           self.dcfg, self.decay, self.dev_gen, acc, self.amp)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.drafter.parameters(), self.cfg.grad_clip)
+        self.opt.step()
+
+    def _log_point(self, m: dict, lr: float, window: list, steps_this_run: int) -> None:
+        """Log metrics and throughput; with a time budget, fit the step total to it."""
+        st, now = self.state, time.perf_counter()
+        dt = now - window[0]
+        m.update(step=st["step"], lr=round(lr, 7), elapsed_s=round(st["elapsed_s"], 1),
+                 tokens_per_s=round(window[1] / dt), steps_per_s=round(self.cfg.log_every / dt, 2))
+        window[0], window[1] = now, 0
+        budget = self.cfg.time_budget_s
+        if budget and steps_this_run >= 10:
+            per_step = st["elapsed_s"] / st["step"]
+            cap = st["step"] + int((budget - st["elapsed_s"]) / per_step)
+            st["total"] = max(st["step"], min(st["total"], cap))
+        self.log.metrics(m)
+        st["history"].append(m)
+
+    def finish(self) -> dict:
+        """Export (z-lab layout), reload as served, tau per split, metrics.json."""
+        cfg, st, dtype = self.cfg, self.state, _DTYPES[self.cfg.export_dtype]
+        export_dir = save_drafter(self.drafter, cfg.out / "drafter", dtype)
+        served = load_drafter(export_dir, device=self.device, dtype=dtype)
+        final = run_evals(served, self.target,
+                          eval_splits(self.samples, cfg.final_eval_samples, with_train=True),
+                          self.dcfg.block_size, cfg.max_len, self.log)
+        metrics = {
+            "config": {k: str(v) if isinstance(v, Path) else v
+                       for k, v in dataclasses.asdict(cfg).items()},
+            "drafter": self.dcfg.to_hf_dict(), "params": self.n_params,
+            "device": torch.cuda.get_device_name(self.device) if self.amp else "cpu",
+            "steps": st["step"], "epochs": round(st["step"] / self.steps_per_epoch, 2),
+            "train_seconds": round(st["elapsed_s"], 1),
+            "tokens_per_s": round(self.tokens_seen / max(1e-9, st["elapsed_s"])),
+            "train_sequences": len(self.data), "train_tokens": self.data.num_tokens(),
+            "tau": {name: r["tau"] for name, r in final.items()}, "eval": final,
+            "history": st["history"], "export": str(export_dir),
+        }
+        (cfg.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        self.log(f"done: {st['step']} steps in {st['elapsed_s']:.0f}s; tau " +
+                 " ".join(f"{k}={v['tau']:.3f}" for k, v in final.items()))
+        return metrics
 
 
 class _Accum:

@@ -113,3 +113,10 @@ def test_resume_reaches_the_same_weights(tiny_data, tiny_target_dir, tmp_path, m
     a, b = load_drafter(full / "drafter"), load_drafter(cut / "drafter")
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         assert torch.equal(x, y), name
+
+
+def test_time_budget_fits_the_schedule(tiny_data, tiny_target_dir, tmp_path):
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=1.5,
+                   log_every=4, final_eval_samples=2))
+    assert 10 <= m["steps"] < 100_000 and m["train_seconds"] < 4.0, m["train_seconds"]
+    assert m["history"][-1]["lr"] < 3e-3 * 0.2                          # cosine ran its course

@@ -119,7 +119,8 @@ class DFlashConfig:
             head_dim=int(head_dim or target.get("head_dim") or hidden // heads),
             intermediate_size=int(intermediate_size or target["intermediate_size"]),
             rms_norm_eps=float(target.get("rms_norm_eps", 1e-6)),
-            rope_theta=_rope_theta(target, strict=False), block_size=block_size, mask_token_id=mask_token_id,
+            rope_theta=_rope_theta(target, strict=False), block_size=block_size,
+            mask_token_id=mask_token_id,
             target_layer_ids=build_target_layer_ids(n_target, k), num_target_layers=n_target,
             vocab_size=int(target["vocab_size"]),
             max_position_embeddings=int(target.get("max_position_embeddings", 32768)))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +53,13 @@ def done_ids(out_dir: Path) -> set[str]:
 
 def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str | Path, *,
                      batch_size: int = 64, progress: bool = True,
-                     meta: dict | None = None) -> dict:
+                     meta: dict | None = None, time_budget_s: float | None = None,
+                     seed: int = 0) -> dict:
     """Answer every prompt not yet in out_dir/samples.jsonl; returns counts.
 
-    Prompts go to `answer` in batches of similar length (less padding in the engine). Each
+    Prompts go to `answer` in batches of similar length (less padding in the engine), the
+    batches in a seeded random order, so a run stopped early (time_budget_s: no new batch
+    starts after it; or a kill) leaves an unbiased sample of every source and split. Each
     record is prompt + completion with loss_mask 0 on the prompt and 1 on the completion (the
     completion's final EOS included, as the engine returns it).
     """
@@ -65,14 +70,18 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str
         raise ValueError("generate_dataset: prompt ids must be unique")
     done = done_ids(out)
     todo = sorted((it for it in items if it.id not in done), key=lambda it: len(it.prompt_ids))
+    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+    random.Random(seed).shuffle(batches)
     if meta is not None:
         (out / "meta.json").write_text(json.dumps({**meta, "prompts": len(items)}, indent=2))
     bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="datagen",
                disable=not progress, dynamic_ncols=True)
     written = tokens = 0
+    t0 = time.perf_counter()
     with (out / SAMPLES_FILE).open("a") as f:
-        for i in range(0, len(todo), batch_size):
-            batch = todo[i : i + batch_size]
+        for batch in batches:
+            if written and time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
+                break
             completions = answer([list(it.prompt_ids) for it in batch])
             if len(completions) != len(batch):
                 raise ValueError(f"answer returned {len(completions)} completions for "
@@ -92,5 +101,7 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str
             bar.update(len(batch))
             bar.set_postfix(tokens=tokens)
     bar.close()
+    seconds = time.perf_counter() - t0
     return {"prompts": len(items), "skipped_done": len(items) - len(todo), "written": written,
-            "response_tokens": tokens}
+            "response_tokens": tokens, "seconds": round(seconds, 1),
+            "tokens_per_s": round(tokens / max(seconds, 1e-9))}

@@ -59,7 +59,7 @@ def test_context_is_strictly_before_the_anchor():
     at_anchor = taps.clone()
     at_anchor[0, a] += 1.0
     out = d.forward_train(at_anchor, embeds, anchors)
-    torch.testing.assert_close(out[0, 1], base[0, 1], rtol=0, atol=0)     # the anchor's feature: unseen
+    torch.testing.assert_close(out[0, 1], base[0, 1], rtol=0, atol=0)     # anchor's own: unseen
     assert not torch.equal(out[0, 2], base[0, 2])                          # later anchor 8 sees it
     before = taps.clone()
     before[0, a - 1] += 1.0

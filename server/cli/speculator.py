@@ -31,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--max-prompt-tokens", type=int, default=1536,
                    help="skip prompts longer than this (default: %(default)s)")
     d.add_argument("--batch-size", type=int, default=256, help="prompts per engine call")
+    d.add_argument("--time-budget", type=float, default=None,
+                   help="seconds; no new batch starts after it (rerun to resume)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--no-progress", action="store_true")
     from turnspec.server.cli.common import add_engine_args
@@ -116,7 +118,7 @@ def run_datagen(args: argparse.Namespace) -> int:
             "skipped_long_prompts": skipped, "seed": args.seed}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
                              batch_size=args.batch_size, progress=not args.no_progress,
-                             meta=meta)
+                             meta=meta, time_budget_s=args.time_budget, seed=args.seed)
     print(json.dumps({**stats, "skipped_long_prompts": skipped, "out": str(args.out)}))
     return 0
 

@@ -22,6 +22,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
 import torch
 import xgrammar as xgr
 
@@ -208,3 +209,10 @@ def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
     xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=min(width, covered))
     if width > covered:
         logits[:, covered:] = float("-inf")
+
+
+def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """bitmask [rows, W] int32 (CPU) -> bool [rows, vocab_size], True where the token is allowed."""
+    words = bitmask.cpu().contiguous().numpy().view(np.uint8)  # little-endian: token j = bit j
+    bits = np.unpackbits(words, axis=1, bitorder="little")  # [rows, W * 32] uint8
+    return torch.from_numpy(bits[:, :vocab_size].astype(bool))

@@ -26,18 +26,50 @@ import xgrammar as xgr
 from turnspec.tools_grammar.formats.base import ToolCallFormat
 from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, find_tool
 
+# Two fixes to the string characters xgrammar 0.2.9 writes for JSON Schema strings, so every
+# string the model can emit decodes as strict UTF-8 and parses with json.loads:
+# - length-limited strings ({"maxLength": n}) use [^\"\\\r\n], which admits raw control
+#   characters (U+0000..U+001F) that JSON forbids;
+# - both that class and the one for unlimited strings admit UTF-16 surrogates (U+D800..U+DFFF,
+#   bytes ED A0..BF xx), which are not valid UTF-8 and decode to U+FFFD, breaking maxLength.
+# tests/tools_grammar/test_grammar_spec.py pins both. (Escapes stay unavailable inside
+# length-limited strings: a safe restriction.)
+_STRING_CHAR_CLASSES = (r'[^\"\\\r\n]', r'[^\0-\x1f\"\\\r\n]')
+_JSON_STRING_CHAR = r'[^\0-\x1f\"\\\ud800-\udfff]'
+
 
 @lru_cache(maxsize=1024)
 def _arguments_ebnf(parameters_json: str) -> str:
     grammar = xgr.Grammar.from_json_schema(
         parameters_json, any_whitespace=False, separators=(",", ":"), strict_mode=True
     )
-    return str(grammar)
+    ebnf = str(grammar)
+    for loose in _STRING_CHAR_CLASSES:
+        ebnf = ebnf.replace(loose, _JSON_STRING_CHAR)
+    return ebnf
 
 
 def arguments_ebnf(tool: ToolSpec) -> str:
     """EBNF (xgrammar dialect) of the tool's arguments object in compact JSON."""
-    return _arguments_ebnf(json.dumps(tool.parameters, sort_keys=False))
+    return _arguments_ebnf(json.dumps(_for_grammar(tool.parameters)))
+
+
+def _for_grammar(schema: dict) -> dict:
+    """The schema as xgrammar should see it. xgrammar ignores minLength/maxLength on strings
+    that also carry a format, so drop the format there (our validator never checks formats;
+    pattern + length is refused earlier, in json_schema.check_schema)."""
+    out = dict(schema)
+    if "format" in out and ("minLength" in out or "maxLength" in out):
+        del out["format"]
+    for key in ("properties", "$defs", "definitions"):
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _for_grammar(sub) for name, sub in out[key].items()}
+    for key in ("items", "additionalProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = _for_grammar(out[key])
+    if isinstance(out.get("anyOf"), list):
+        out["anyOf"] = [_for_grammar(sub) for sub in out["anyOf"]]
+    return out
 
 
 def _call_tag(tool: ToolSpec, fmt: ToolCallFormat) -> dict:

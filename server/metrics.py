@@ -47,6 +47,7 @@ class Metrics:
         self.prompt_tokens = 0
         self.cached_tokens = 0
         self.completion_tokens = 0
+        self.continued_turns = 0  # turns that continued a stored one (previous_response_id)
         self.ttft = Histogram(TTFT_BUCKETS)
 
     def finished(self, transport: str, outcome: str, prompt: int, cached: int,
@@ -75,6 +76,9 @@ class Metrics:
             f"turnspec_cached_prompt_tokens_total {self.cached_tokens}",
             "# TYPE turnspec_completion_tokens_total counter",
             f"turnspec_completion_tokens_total {self.completion_tokens}",
+            "# HELP turnspec_continued_turns_total Turns continuing a stored conversation.",
+            "# TYPE turnspec_continued_turns_total counter",
+            f"turnspec_continued_turns_total {self.continued_turns}",
             "# HELP turnspec_time_to_first_token_seconds Server receive -> first token sent.",
             "# TYPE turnspec_time_to_first_token_seconds histogram",
             *self.ttft.lines("turnspec_time_to_first_token_seconds"),

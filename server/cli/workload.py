@@ -1,0 +1,60 @@
+"""`turnspec workload ...`: export the synthetic voice-agent workload as JSONL, or print its stats.
+
+    turnspec workload export --out convs.jsonl [--n 5000] [--seed 0] [--split train|heldout|all]
+    turnspec workload export --out generic.jsonl --generic
+    turnspec workload stats [--n 5000] [--seed 0] [--split all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("workload", help="synthetic voice-agent conversations (JSONL)")
+    sub = parser.add_subparsers(dest="workload_command", required=True)
+    export = sub.add_parser("export", help="write conversations (or --generic prompts) as JSONL")
+    export.add_argument("--out", required=True, help="JSONL file to write")
+    _add_shape_args(export)
+    export.add_argument("--generic", action="store_true", help="write the generic chat prompts instead (no tools)")
+    stats = sub.add_parser("stats", help="print counts per split, domain and next-turn kind")
+    _add_shape_args(stats)
+    parser.set_defaults(func=run)
+
+
+def _add_shape_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n", type=int, default=None,
+                        help="number of conversations (default 5000; with --generic: all prompts)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--split", choices=("train", "heldout", "all"), default="all",
+                        help="train or held-out scenarios only, or all (default)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from turnspec.tools_grammar.workloads import (
+        export_jsonl,
+        generate_conversations,
+        generic_prompts,
+        turns_for_prompting,
+    )
+
+    start = time.perf_counter()
+    if args.workload_command == "export" and args.generic:
+        conversations = generic_prompts(args.n)
+    else:
+        n = 5000 if args.n is None else args.n
+        conversations = generate_conversations(n, seed=args.seed, split=args.split)
+    elapsed = time.perf_counter() - start
+    if args.workload_command == "export":
+        count = export_jsonl(conversations, args.out)
+        print(f"wrote {count} records to {args.out} ({elapsed:.2f} s to generate)")
+        return 0
+    turns = Counter(t.kind for t in turns_for_prompting(conversations))
+    print(f"{len(conversations)} conversations in {elapsed:.2f} s (seed {args.seed}, split {args.split})")
+    for title, counter in (("split", Counter(c.split for c in conversations)),
+                           ("domain", Counter(c.domain for c in conversations)), ("next turn", turns)):
+        print(f"  {title:<10} " + "  ".join(f"{k}={v}" for k, v in sorted(counter.items())))
+    print(f"  scenarios  {len({c.scenario for c in conversations})}")
+    return 0

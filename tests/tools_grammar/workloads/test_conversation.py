@@ -1,0 +1,124 @@
+"""The generated workload: size, determinism, splits, message structure, valid tool calls."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from turnspec.tools_grammar.schema import parse_tools, validate_arguments
+from turnspec.tools_grammar.workloads import (
+    Conversation,
+    export_jsonl,
+    generate_conversations,
+    generic_prompts,
+    load_jsonl,
+    scenarios_for,
+    turns_for_prompting,
+)
+
+
+@pytest.fixture(scope="module")
+def convs() -> list[Conversation]:
+    return generate_conversations(5000, seed=0)
+
+
+def test_five_thousand_in_seconds_with_both_splits(convs: list[Conversation]) -> None:
+    start = time.perf_counter()
+    generate_conversations(2000, seed=1)
+    assert time.perf_counter() - start < 5.0  # ~0.2 s on a dev core; generous for CI
+    splits = Counter(c.split for c in convs)
+    assert splits["train"] > 3000 and splits["heldout"] > 700 and set(splits) == {"train", "heldout"}
+    assert len({c.id for c in convs}) == 5000
+
+
+def test_catalog_size_and_scenario_split() -> None:
+    train, heldout = scenarios_for("train"), scenarios_for("heldout")
+    assert not {s.name for s in train} & {s.name for s in heldout}
+    domains = {s.domain.name for s in train + heldout}
+    assert len(domains) >= 8
+    assert all(any(s.domain.name == dom for s in heldout) for dom in domains)  # every domain holds one out
+    tools = {t["function"]["name"] for s in train + heldout for t in s.domain.all_tools}
+    assert len(tools) >= 40
+    with pytest.raises(ValueError, match="split: expected train, heldout or all"):
+        scenarios_for("test")  # type: ignore[arg-type]
+
+
+def test_split_filter_and_determinism() -> None:
+    held = generate_conversations(200, seed=5, split="heldout")
+    assert {c.split for c in held} == {"heldout"}
+    assert {c.split for c in generate_conversations(200, seed=5, split="train")} == {"train"}
+    again = generate_conversations(300, seed=5, split="heldout")
+    assert [c.to_record() for c in again[:200]] == [c.to_record() for c in held]  # larger n extends smaller
+    other = generate_conversations(200, seed=6, split="heldout")
+    assert [c.messages for c in other] != [c.messages for c in held]
+
+
+def test_messages_are_openai_chat_with_valid_calls(convs: list[Conversation]) -> None:
+    specs = {}
+    for conv in convs[:1500]:
+        if conv.domain not in specs:
+            specs[conv.domain] = {t.name: t for t in parse_tools(conv.tools)}
+        msgs = conv.messages
+        assert msgs[0]["role"] == "system" and "Today is" in msgs[0]["content"]
+        assert msgs[-1]["role"] == "assistant" and isinstance(msgs[-1]["content"], str) and msgs[-1]["content"]
+        for i, m in enumerate(msgs):
+            assert m["role"] in ("system", "user", "assistant", "tool")
+            if m["role"] == "assistant" and m.get("tool_calls"):
+                (call,) = m["tool_calls"]
+                assert call["type"] == "function" and call["id"].startswith("call_")
+                args = json.loads(call["function"]["arguments"])
+                assert call["function"]["arguments"] == json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+                validate_arguments(specs[conv.domain][call["function"]["name"]], args)
+                result = msgs[i + 1]
+                assert result["role"] == "tool" and result["tool_call_id"] == call["id"]
+                json.loads(result["content"])
+            if m["role"] == "tool":
+                assert msgs[i - 1].get("tool_calls")
+
+
+def test_caller_turns_sound_spoken(convs: list[Conversation]) -> None:
+    users = [m["content"] for c in convs for m in c.messages if m["role"] == "user"]
+    share = lambda pattern: sum(pattern in u for u in users) / len(users)  # noqa: E731
+    assert share("um, ") + share("uh, ") > 0.1
+    assert share("no wait, make that") > 0.002
+    assert share(" thirty") + share(" fifteen") + share(" people") > 0.05
+    assert not any(any(ch.isdigit() for ch in u) for u in users if "code" not in u and "ride" not in u and "booking" not in u
+                   and "confirmation" not in u)
+
+
+def test_prompting_turns(convs: list[Conversation]) -> None:
+    sample = convs[:200]
+    turns = list(turns_for_prompting(sample))
+    assert len(turns) == sum(m["role"] == "assistant" for c in sample for m in c.messages)
+    kinds = Counter(t.kind for t in turns)
+    assert kinds["tool_call"] > 0.25 * len(turns) and kinds["text"] > 0.25 * len(turns)
+    by_id = {c.id: c for c in sample}
+    for t in turns:
+        conv = by_id[t.conversation_id]
+        assert t.messages == conv.messages[:t.turn] and t.expected is conv.messages[t.turn] and t.tools == conv.tools
+    open_turns = list(turns_for_prompting(generic_prompts(5)))
+    assert [t.kind for t in open_turns] == ["open"] * 5 and open_turns[0].messages[-1]["role"] == "user"
+
+
+def test_generic_prompts() -> None:
+    prompts = generic_prompts()
+    assert len(prompts) >= 200 and len({p.messages[1]["content"] for p in prompts}) == len(prompts)
+    assert all(p.split == "generic" and p.tools == [] for p in prompts)
+    assert [p.id for p in generic_prompts(3)] == ["generic-0000", "generic-0001", "generic-0002"]
+
+
+def test_jsonl_round_trip(tmp_path: Path, convs: list[Conversation]) -> None:
+    path = tmp_path / "w.jsonl"
+    assert export_jsonl(convs[:50] + generic_prompts(5), path) == 55
+    back = load_jsonl(path)
+    assert [c.to_record() for c in back] == [c.to_record() for c in convs[:50] + generic_prompts(5)]
+    record = json.loads(path.read_text().splitlines()[0])
+    assert set(record) == {"id", "split", "domain", "scenario", "tools", "messages"}
+    with pytest.raises(ValueError, match="missing fields \\['messages'\\]"):
+        Conversation.from_record({k: v for k, v in record.items() if k != "messages"})
+    with pytest.raises(ValueError, match="split must be one of"):
+        Conversation.from_record({**record, "split": "test"})

@@ -64,7 +64,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     gamma: float | None = None           # None: the paper's (7 for B=16)
-    max_len: int = 1024
+    max_len: int = 2048
     log_every: int = 50
     eval_every: int = 0                  # steps between held-out tau evals (0: final only)
     eval_samples: int = 64               # per split during training

@@ -22,13 +22,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d = sub.add_parser("datagen", help="answer workload + generic prompts with the target")
     d.add_argument("--out", required=True, type=Path, help="data folder (samples.jsonl; resumable)")
     d.add_argument("--tool-conversations", type=int, default=2000,
-                   help="voice/tool conversations to draw turns from (default: %(default)s)")
-    d.add_argument("--generic", type=int, default=2000,
-                   help="generic chat prompts (default: %(default)s)")
-    d.add_argument("--heldout-frac", type=float, default=0.05,
-                   help="share of generic prompts held out (tool split comes from the workload)")
-    d.add_argument("--max-new-tokens", type=int, default=256)
-    d.add_argument("--max-prompt-tokens", type=int, default=1536,
+                   help="workload conversations from train scenarios, ~4.4 prompts each "
+                        "(default: %(default)s)")
+    d.add_argument("--heldout-conversations", type=int, default=200,
+                   help="workload conversations from held-out scenarios (default: %(default)s)")
+    d.add_argument("--generic", type=int, default=None,
+                   help="generic chat prompts (default: all of them, ~200)")
+    d.add_argument("--generic-heldout-frac", type=float, default=0.2)
+    d.add_argument("--max-new-tokens", type=int, default=192)
+    d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
     d.add_argument("--batch-size", type=int, default=256, help="prompts per engine call")
     d.add_argument("--time-budget", type=float, default=None,
@@ -59,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--warmup", type=float, default=0.04)
     t.add_argument("--weight-decay", type=float, default=0.01)
     t.add_argument("--gamma", type=float, default=None, help="loss decay (default: paper's)")
-    t.add_argument("--max-len", type=int, default=1024)
+    t.add_argument("--max-len", type=int, default=2048,
+                   help="tokens per sequence (tool prompts run ~850-1700 tokens)")
     t.add_argument("--log-every", type=int, default=50)
     t.add_argument("--eval-every", type=int, default=0, help="steps between tau evals (0: end)")
     t.add_argument("--eval-samples", type=int, default=64)
@@ -110,11 +113,13 @@ def run_datagen(args: argparse.Namespace) -> int:
     engine.load()
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
     items, skipped = build_prompt_items(
-        engine.chat.render, tool_conversations=args.tool_conversations, generic=args.generic,
-        heldout_frac=args.heldout_frac, max_prompt_tokens=args.max_prompt_tokens,
-        seed=args.seed)
+        engine.chat.render, tool_conversations=args.tool_conversations,
+        heldout_conversations=args.heldout_conversations, generic=args.generic,
+        generic_heldout_frac=args.generic_heldout_frac,
+        max_prompt_tokens=args.max_prompt_tokens, seed=args.seed)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
-            "tool_conversations": args.tool_conversations, "generic": args.generic,
+            "tool_conversations": args.tool_conversations,
+            "heldout_conversations": args.heldout_conversations, "generic": args.generic,
             "skipped_long_prompts": skipped, "seed": args.seed}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
                              batch_size=args.batch_size, progress=not args.no_progress,

@@ -1,0 +1,64 @@
+"""Datagen prompts: voice/tool-calling turns from the workload generator, plus generic chat.
+
+Tool turns come from `tools_grammar.workloads` (one prompt per assistant message: the
+conversation so far, tools offered); its train / held-out split is by scenario, so held-out tau
+measures unseen call types. Generic prompts (no tools) are split by a stable hash of their id.
+Rendering is injected (`render(messages, tools) -> ids`, the target's chat template) so this
+module needs no engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from turnspec.speculator.datagen import PromptItem
+from turnspec.tools_grammar.schema import ToolSpec, parse_tools
+from turnspec.tools_grammar.workloads import (
+    generate_conversations,
+    generic_prompts,
+    turns_for_prompting,
+)
+
+RenderFn = Callable[[list[dict], list[ToolSpec] | None], list[int]]
+
+
+def build_prompt_items(render: RenderFn, *, tool_conversations: int,
+                       heldout_conversations: int, generic: int | None = None,
+                       generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
+                       seed: int = 0) -> tuple[list[PromptItem], int]:
+    """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
+
+    tool_conversations / heldout_conversations: conversations drawn from the train / held-out
+    scenarios (each gives ~4-5 prompts); generic: how many generic prompts (None: all).
+    """
+    if not 0.0 <= generic_heldout_frac < 1.0:
+        raise ValueError(f"generic_heldout_frac: expected [0, 1), got {generic_heldout_frac}")
+    items: list[PromptItem] = []
+    skipped = 0
+    tool_sets: dict[str, list[ToolSpec]] = {}
+    for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
+        for turn in turns_for_prompting(generate_conversations(n, seed=seed, split=split)):
+            key = repr(turn.tools)
+            tools = tool_sets.get(key)
+            if tools is None:
+                tools = tool_sets[key] = parse_tools(turn.tools)
+            ids = render(turn.messages, tools or None)
+            if len(ids) > max_prompt_tokens:
+                skipped += 1
+                continue
+            items.append(PromptItem(f"{turn.conversation_id}:{turn.turn}", split, "tools",
+                                    tuple(ids)))
+    for conv in generic_prompts(generic):
+        ids = render(conv.messages, None)
+        if len(ids) > max_prompt_tokens:
+            skipped += 1
+            continue
+        split = "heldout" if _unit_hash(conv.id) < generic_heldout_frac else "train"
+        items.append(PromptItem(conv.id, split, "generic", tuple(ids)))
+    return items, skipped
+
+
+def _unit_hash(key: str) -> float:
+    """A stable value in [0, 1) per key (no dependence on PYTHONHASHSEED)."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64

@@ -1,0 +1,31 @@
+"""Datagen prompts from the real workload generator, rendered with SmolLM2's chat template."""
+
+from __future__ import annotations
+
+from turnspec.engine.chat import ChatTemplate
+from turnspec.speculator.prompts import build_prompt_items
+
+
+def test_tool_and_generic_prompts(smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    items, skipped = build_prompt_items(chat.render, tool_conversations=3,
+                                        heldout_conversations=2, generic=20,
+                                        generic_heldout_frac=0.3, max_prompt_tokens=4096)
+    assert skipped == 0 and len({it.id for it in items}) == len(items)
+    by = {(it.source, it.split): [] for it in items}
+    for it in items:
+        by[(it.source, it.split)].append(it)
+    assert set(by) == {("tools", "train"), ("tools", "heldout"), ("generic", "train"),
+                       ("generic", "heldout")}
+    assert len(by[("generic", "train")]) + len(by[("generic", "heldout")]) == 20
+    tool = chat.tokenizer.decode(by[("tools", "heldout")][0].prompt_ids)
+    assert "<tools>" in tool and tool.endswith("<|im_start|>assistant\n")
+    generic = chat.tokenizer.decode(by[("generic", "train")][0].prompt_ids)
+    assert "<tools>" not in generic and generic.endswith("<|im_start|>assistant\n")
+    again, _ = build_prompt_items(chat.render, tool_conversations=3, heldout_conversations=2,
+                                  generic=20, generic_heldout_frac=0.3, max_prompt_tokens=4096)
+    assert again == items                                                # deterministic
+    short, skipped = build_prompt_items(chat.render, tool_conversations=3,
+                                        heldout_conversations=0, generic=0,
+                                        max_prompt_tokens=1000)
+    assert skipped > 0 and all(len(it.prompt_ids) <= 1000 for it in short)

@@ -18,7 +18,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session
 from turnspec.server.transports.openai_chat import ChunkWriter, completion_body, parse_chat_request
 from turnspec.server.transports.ws_responses import ResponsesSocket
-from turnspec.server.wire import error_payload, parse_json_object
+from turnspec.server.wire import dumps, error_payload, parse_json_object
 from turnspec.tools_grammar.parser import (
     TextDelta,
     ToolCallArgumentsDelta,
@@ -133,18 +133,12 @@ async def _stream(request: web.Request, events: Any, w: ChunkWriter,
                 await resp.write(rest.encode())
         elif isinstance(ev, TurnDone):
             if ev.error is not None:
-                await resp.write(b"data: " + _json(error_payload(ev.error)) + b"\n\n")
+                await resp.write(f"data: {dumps(error_payload(ev.error))}\n\n".encode())
             else:
                 await resp.write(w.finish(ev, include_usage).encode())
     assert resp is not None
     await resp.write_eof()
     return resp
-
-
-def _json(obj: Any) -> bytes:
-    import json
-
-    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 async def _responses_ws(request: web.Request) -> web.StreamResponse:

@@ -23,6 +23,7 @@ from turnspec.tools_grammar.parser import (
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallDone,
+    ToolCallInvalid,
     ToolCallStarted,
 )
 
@@ -139,6 +140,17 @@ class ResponseEmitter:
             self.output.append(done_item)
             await self._event("response.output_item.done", output_index=item["_idx"],
                               item=done_item)
+        elif isinstance(ev, ToolCallInvalid):
+            # A call that cannot be parsed (e.g. cut by max_output_tokens). If it was
+            # announced, close it as "incomplete" with the raw text; if not, drop it: tool
+            # syntax must never be spoken.
+            item = self._calls.pop(ev.index, None)
+            if item is not None:
+                item.update(status="incomplete")
+                bad = _public(item)
+                self.output.append(bad)
+                await self._event("response.output_item.done", output_index=item["_idx"],
+                                  item=bad)
 
     async def finish(self, done: TurnDone) -> None:
         """Close open items and send the terminal event."""

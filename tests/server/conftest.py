@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from srv_helpers import BLOCK
+
+from .srv_helpers import BLOCK
 
 
 @pytest.fixture(scope="session")

@@ -14,12 +14,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from srv_helpers import WEATHER_TOOL, scrape, start_server, wait_engine_idle
 from turnspec.loadtest.clients import GenerationClient
 from turnspec.server.config import ServerConfig
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
 from turnspec.server.proto.turnspec.v1 import generation_pb2_grpc as pb_grpc
 from turnspec.server.testing import ThreadedServer
+
+from .srv_helpers import WEATHER_TOOL, scrape, start_server, wait_engine_idle
 
 SERVICE = "turnspec.v1.Generation"
 MAX_MSG = 64 * 1024

@@ -8,7 +8,8 @@ import json
 import aiohttp
 import openai
 import pytest
-from srv_helpers import WEATHER_TOOL, scrape, start_server, wait_engine_idle
+
+from .srv_helpers import WEATHER_TOOL, scrape, start_server, wait_engine_idle
 
 MAX_BODY = 64 * 1024
 

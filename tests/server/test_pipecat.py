@@ -34,7 +34,8 @@ from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.services.openai.llm import OpenAILLMService
 from pipecat.services.openai.responses.llm import OpenAIResponsesLLMService
 from pipecat.workers.runner import WorkerRunner
-from srv_helpers import scrape, start_server, wait_engine_idle
+
+from .srv_helpers import scrape, start_server, wait_engine_idle
 
 TIMEOUT = 120
 WEATHER = FunctionSchema(name="get_weather", description="Get the current weather for a city",

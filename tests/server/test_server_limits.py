@@ -7,12 +7,13 @@ import asyncio
 
 import aiohttp
 import pytest
-from srv_helpers import start_server, wait_engine_idle
 from turnspec.loadtest.clients import (
     ChatCompletionsClient,
     GenerationClient,
     ResponsesSocketClient,
 )
+
+from .srv_helpers import start_server, wait_engine_idle
 
 HI = [{"role": "user", "content": "hi"}]
 LONG = [{"role": "user", "content": "Write a long story about a dragon."}]

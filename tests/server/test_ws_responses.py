@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from srv_helpers import BLOCK, WEATHER_TOOL_FLAT, scrape, start_server, wait_engine_idle
 from turnspec.loadtest.clients import ResponsesSocketClient
+
+from .srv_helpers import BLOCK, WEATHER_TOOL_FLAT, scrape, start_server, wait_engine_idle
 
 MAX_MSG = 64 * 1024
 
@@ -171,3 +172,18 @@ def test_metrics_and_health(server):
     m = scrape(server.port)
     assert m["turnspec_ready"] == 1
     assert m["turnspec_engine_total_kv_blocks"] > 0
+
+
+async def test_tool_call_cut_by_max_output_tokens_is_closed_incomplete(ws):
+    await ws.send({"type": "response.create", "tools": [WEATHER_TOOL_FLAT],
+                   "tool_choice": "required", "max_output_tokens": 20,
+                   "input": [{"role": "user", "content": "What's the weather in Paris?"}]})
+    events = await _events_until_terminal(ws)
+    added = [e for e in events if e["type"] == "response.output_item.added"]
+    done = [e for e in events if e["type"] == "response.output_item.done"]
+    assert [e["item"]["type"] for e in added] == ["function_call"]
+    assert done[0]["item"]["status"] == "incomplete"  # announced, then cut: never "completed"
+    assert not any(e["type"] == "response.function_call_arguments.done" for e in events)
+    terminal = events[-1]
+    assert terminal["type"] == "response.incomplete"
+    assert terminal["response"]["incomplete_details"]["reason"] == "max_output_tokens"

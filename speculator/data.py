@@ -73,6 +73,18 @@ def read_samples(data: str | Path) -> list[Sample]:
     return out
 
 
+def data_summary(data: str | Path, samples: list[Sample]) -> dict:
+    """Counts per source/split (sequences, response tokens) plus datagen's meta.json."""
+    counts: dict[str, dict[str, int]] = {}
+    for s in samples:
+        c = counts.setdefault(f"{s.source}-{s.split}", {"sequences": 0, "response_tokens": 0})
+        c["sequences"] += 1
+        c["response_tokens"] += sum(s.loss_mask)
+    meta_path = samples_path(data).parent / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    return {"counts": dict(sorted(counts.items())), "datagen": meta}
+
+
 @dataclass(slots=True)
 class PackedSplit:
     """Samples as padded device tensors. ids [N, S] int64, loss_mask [N, S] bool, and the

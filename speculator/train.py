@@ -29,7 +29,7 @@ from turnspec.speculator.blocks import (
     sample_anchors,
 )
 from turnspec.speculator.config import DFlashConfig, default_gamma
-from turnspec.speculator.data import PackedSplit, read_samples
+from turnspec.speculator.data import PackedSplit, data_summary, read_samples
 from turnspec.speculator.export import load_drafter, save_drafter
 from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget, default_mask_token_id, read_target_config
@@ -224,11 +224,13 @@ class _Run:
             "config": {k: str(v) if isinstance(v, Path) else v
                        for k, v in dataclasses.asdict(cfg).items()},
             "drafter": self.dcfg.to_hf_dict(), "params": self.n_params,
-            "device": torch.cuda.get_device_name(self.device) if self.amp else "cpu",
+            "device": torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
+            else "cpu",
             "steps": st["step"], "epochs": round(st["step"] / self.steps_per_epoch, 2),
             "train_seconds": round(st["elapsed_s"], 1),
             "tokens_per_s": round(self.tokens_seen / max(1e-9, st["elapsed_s"])),
             "train_sequences": len(self.data), "train_tokens": self.data.num_tokens(),
+            "data": data_summary(cfg.data, self.samples),
             "tau": {name: r["tau"] for name, r in final.items()}, "eval": final,
             "history": st["history"], "export": str(export_dir),
         }

@@ -93,6 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="train checkpoint.pt, a train --out folder, or a drafter folder "
                         "(default: the committed default drafter)")
     x.add_argument("--dtype", choices=_DTYPES, default="bfloat16")
+    x.add_argument("--reproduce", action="append", default=[],
+                   help="a command line for the card's Reproduce section (repeatable)")
     x.set_defaults(func=run_export)
 
 
@@ -189,6 +191,12 @@ def run_export(args: argparse.Namespace) -> int:
     else:
         drafter = load_drafter(path)                   # None -> the committed default drafter
     out = save_drafter(drafter, args.out, dtype)
+    metrics = path.parent / "metrics.json" if path is not None and path.is_file() else None
+    if metrics is not None and metrics.is_file():           # a train run: write its card
+        from turnspec.speculator.card import render_card
+
+        (out / "README.md").write_text(render_card(json.loads(metrics.read_text()),
+                                                   args.reproduce or None))
     print(f"wrote {out} ({args.dtype})", file=sys.stderr)
     return 0
 

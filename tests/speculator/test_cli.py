@@ -39,7 +39,10 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert ev["block_size"] == 3 and 1.0 <= ev["tau"]["tools-heldout"] <= 3.0
     # export from the run folder (its checkpoint.pt) == the drafter train exported
     assert _run("speculator", "export", "--out", str(tmp_path / "x"), "--checkpoint", str(run),
-                "--dtype", "float32") == 0
+                "--dtype", "float32", "--reproduce", "turnspec speculator train ...") == 0
+    card = (tmp_path / "x" / "README.md").read_text()
+    assert "| tools-heldout |" in card and "turnspec speculator train ..." in card
+    assert "| tools-train |" in card and "6 steps" in card
     a, b = read_drafter(run / "drafter"), read_drafter(tmp_path / "x")
     assert a.config == b.config
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(),

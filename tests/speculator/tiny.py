@@ -20,7 +20,8 @@ def make_tiny_target(out: Path) -> Path:
     cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=6,
                       num_attention_heads=4, num_key_value_heads=2, vocab_size=TINY_VOCAB,
                       max_position_embeddings=512, rope_theta=10000.0, rms_norm_eps=1e-6,
-                      tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+                      tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
+                      pad_token_id=0)  # no EOS: every answer is pure argmax, full length
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(out)
     return out
@@ -42,7 +43,7 @@ def greedy_answer(model_dir: Path, max_new_tokens: int) -> Callable[[list[list[i
             ids = torch.tensor([prompts[i] for i in idx])
             with torch.no_grad():
                 gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                     max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+                                     max_new_tokens=max_new_tokens,
                                      pad_token_id=0)
             for row, i in enumerate(idx):
                 out[i] = gen[row, n:].tolist()

@@ -49,6 +49,10 @@ def _arguments_ebnf(parameters_json: str) -> str:
     return ebnf
 
 
+def clear_schema_cache() -> None:
+    _arguments_ebnf.cache_clear()
+
+
 def arguments_ebnf(tool: ToolSpec) -> str:
     """EBNF (xgrammar dialect) of the tool's arguments object in compact JSON."""
     return _arguments_ebnf(json.dumps(_for_grammar(tool.parameters)))

@@ -115,6 +115,11 @@ def test_verify_block_rows_match_step_by_step(compiler, smollm2_tokenizer) -> No
     assert np.flatnonzero(allowed(rows)).tolist() == [eos]
     with pytest.raises(ValueError, match="need 4"):
         matcher.fill_block_masks(tail, matcher.new_bitmask(3))
+    # A lone position (no drafts) is plain decoding; a draft outside the vocabulary is refused.
+    matcher.rollback(len(tokens) - 5)
+    one = matcher.new_bitmask(1)
+    assert matcher.fill_block_masks([], one) == 1 and torch.equal(one[0], reference[0])
+    assert matcher.fill_block_masks([VOCAB_SIZE + 5, drafts[0]], matcher.new_bitmask(3)) == 1
 
 
 def test_apply_bitmask_bans_padding_columns(compiler, smollm2_tokenizer) -> None:

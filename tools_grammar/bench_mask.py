@@ -96,11 +96,11 @@ def bench_blocks(matchers: list[tuple[ToolGrammarMatcher, list[int]]], block: in
                 break
             bad = list(drafts)
             bad[len(bad) // 2] = refuse_id
-            for name, fn in (("all_accepted", lambda: matcher.fill_block_masks(drafts, bitmask)),
-                             ("refused_mid_block", lambda: matcher.fill_block_masks(bad, bitmask)),
-                             ("python_loop", lambda: _loop_block(matcher, drafts, bitmask))):
+            for name, fn, args in (("all_accepted", matcher.fill_block_masks, (drafts, bitmask)),
+                                   ("refused_mid_block", matcher.fill_block_masks, (bad, bitmask)),
+                                   ("python_loop", _loop_block, (matcher, drafts, bitmask))):
                 t0 = time.perf_counter_ns()
-                fn()
+                fn(*args)
                 results[name].append(time.perf_counter_ns() - t0)
             matcher.accept_tokens(tokens[start:start + 2])
         matcher.reset()

@@ -42,6 +42,8 @@ def register_bench(bench_subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--first-token-ms", type=float, default=20.0)
     p.add_argument("--interval-ms", type=float, default=10.0)
     p.add_argument("--transports", default=",".join(TRANSPORTS))
+    p.add_argument("--burst", action="store_true",
+                   help="start all streams at once (default: staggered over one request)")
     p.add_argument("--json", default=None, help="write results to this JSON file")
     p.set_defaults(func=run)
 
@@ -56,10 +58,23 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, round(q / 100.0 * (len(xs) - 1))))]
 
 
-def _summary(ttfts: list[float], lags: list[float], ok: int, total: int) -> dict[str, Any]:
-    return {"ttft_p50_ms": _pct(ttfts, 50), "ttft_p90_ms": _pct(ttfts, 90),
-            "lag_p50_ms": _pct(lags, 50), "lag_p90_ms": _pct(lags, 90),
-            "ok": ok, "total": total, "tokens": len(lags)}
+def _summary(ttfts: list[float], lags: list[float], ok: int, total: int,
+             server_in: list[float] | None = None) -> dict[str, Any]:
+    out = {"ttft_p50_ms": _pct(ttfts, 50), "ttft_p90_ms": _pct(ttfts, 90),
+           "lag_p50_ms": _pct(lags, 50), "lag_p90_ms": _pct(lags, 90),
+           "ok": ok, "total": total, "tokens": len(lags)}
+    if server_in is not None:  # server receive -> engine accepted (parse, render, session)
+        out["server_in_p50_ms"] = _pct(server_in, 50)
+    return out
+
+
+def _offset_s(args: argparse.Namespace, stream: int) -> float:
+    """Stream start offsets spread over one request's duration: steady-state concurrency, not
+    a synchronized burst (a burst of N measures N-deep queueing, see --burst)."""
+    if args.burst:
+        return 0.0
+    duration_ms = args.first_token_ms + (args.tokens - 1) * args.interval_ms
+    return stream * duration_ms / args.concurrency / 1000.0
 
 
 def _lags(arrivals_unix_ms: list[float], ready0_unix_ms: float, interval_ms: float) -> list[float]:
@@ -82,6 +97,7 @@ async def _inprocess(args: argparse.Namespace, chat: Any) -> dict[str, Any]:
 
     async def stream(s: int) -> None:
         nonlocal n
+        await asyncio.sleep(_offset_s(args, s))
         for r in range(args.requests):
             req = GenerateRequest(f"b{s}-{r}", prompt,
                                   SamplingParams(max_tokens=args.tokens + 1))
@@ -159,6 +175,7 @@ async def _over_transport(args: argparse.Namespace, transport: str, port: int,
     grpc_c = GenerationClient(f"127.0.0.1:{grpc_port}") if transport == "grpc" else None
     ttfts: list[float] = []
     lags: list[float] = []
+    server_in: list[float] = []
     ok = 0
 
     async def one(ws: Any) -> Any:
@@ -169,8 +186,9 @@ async def _over_transport(args: argparse.Namespace, transport: str, port: int,
         return await ws.create([{"role": m["role"], "content": m["content"]} for m in PROMPT],
                                max_output_tokens=args.tokens + 1)
 
-    async def stream(record: bool) -> None:
+    async def stream(record: bool, s: int = 0) -> None:
         nonlocal ok
+        await asyncio.sleep(_offset_s(args, s) if record else 0.0)
         ws = None
         if transport == "ws":
             ws = await ResponsesSocketClient(f"ws://127.0.0.1:{port}/v1/responses").connect()
@@ -182,18 +200,20 @@ async def _over_transport(args: argparse.Namespace, transport: str, port: int,
                 ok += 1
                 arrivals = [rec.start_unix_ms + c for c in rec.chunk_ms]
                 ttfts.append(rec.ttft_ms)
-                ready0 = rec.timing.get("received_unix_ms", 0.0) + args.first_token_ms
+                t = rec.timing
+                server_in.append(t["received_unix_ms"] - t["server_received_unix_ms"])
+                ready0 = t["received_unix_ms"] + args.first_token_ms
                 lags.extend(_lags(arrivals, ready0, args.interval_ms))
         finally:
             if ws is not None:
                 await ws.close()
 
     await asyncio.gather(*(stream(False) for _ in range(min(4, args.concurrency))))  # warm-up
-    await asyncio.gather(*(stream(True) for _ in range(args.concurrency)))
+    await asyncio.gather(*(stream(True, s) for s in range(args.concurrency)))
     for c in (http, grpc_c):
         if c is not None:
             await c.close()
-    return _summary(ttfts, lags, ok, args.concurrency * args.requests)
+    return _summary(ttfts, lags, ok, args.concurrency * args.requests, server_in)
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -201,7 +221,8 @@ async def _over_transport(args: argparse.Namespace, transport: str, port: int,
 def format_table(results: dict[str, dict[str, Any]]) -> str:
     base = results["in-process"]
     head = (f"{'transport':<11}{'TTFT p50':>10}{'TTFT p90':>10}{'+TTFT p50':>11}{'+TTFT p90':>11}"
-            f"{'lag p50':>10}{'lag p90':>10}{'+tok p50':>10}{'+tok p90':>10}{'ok':>10}")
+            f"{'lag p50':>10}{'lag p90':>10}{'+tok p50':>10}{'+tok p90':>10}{'srv-in p50':>12}"
+            f"{'ok':>10}")
     lines = [head, "-" * len(head)]
     for name, r in results.items():
         d = name != "in-process"
@@ -213,8 +234,13 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
                      f"{delta('ttft_p50_ms'):>11}{delta('ttft_p90_ms'):>11}"
                      f"{r['lag_p50_ms']:>10.3f}{r['lag_p90_ms']:>10.3f}"
                      f"{delta('lag_p50_ms'):>10}{delta('lag_p90_ms'):>10}"
+                     f"{_fmt(r.get('server_in_p50_ms')):>12}"
                      f"{str(r['ok']) + '/' + str(r['total']):>10}")
     return "\n".join(lines)
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ def save_drafter(drafter: DFlashDrafter, out_dir: str | Path,
         tensors[name] = (t.to(dtype) if dtype is not None else t).contiguous()
     cfg["torch_dtype"] = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
     save_file(tensors, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
+    (out / WEIGHTS_FILE).chmod(0o644)                    # safetensors writes 0600
     (out / CONFIG_FILE).write_text(json.dumps(cfg, indent=2) + "\n")
     return out
 

@@ -32,7 +32,8 @@ def save_drafter(drafter: DFlashDrafter, out_dir: str | Path,
     for name, t in drafter.state_dict().items():
         t = t.detach().to("cpu")
         tensors[name] = (t.to(dtype) if dtype is not None else t).contiguous()
-    cfg["torch_dtype"] = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
+    cfg["torch_dtype"] = cfg["dtype"] = str(next(iter(tensors.values())).dtype).removeprefix(
+        "torch.")                                        # transformers 4 / 5 spellings
     save_file(tensors, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
     (out / WEIGHTS_FILE).chmod(0o644)                    # safetensors writes 0600
     (out / CONFIG_FILE).write_text(json.dumps(cfg, indent=2) + "\n")

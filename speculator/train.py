@@ -75,6 +75,7 @@ class TrainConfig:
     seed: int = 0
     resume: bool = True
     progress: bool = True
+    train_sources: tuple[str, ...] | None = None  # e.g. ("generic",): train on these sources only
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "batch_size", "anchors", "max_len", "log_every",
@@ -114,7 +115,8 @@ class _Run:
                                                   self.device,
                                                   torch.bfloat16 if self.amp else torch.float32)
         self.samples = read_samples(cfg.data)
-        self.data = PackedSplit.build([s for s in self.samples if s.split == "train"],
+        self.data = PackedSplit.build([s for s in self.samples if s.split == "train"
+                                        and (cfg.train_sources is None or s.source in cfg.train_sources)],
                                       cfg.max_len, self.device)
         self.evals = eval_splits(self.samples, cfg.eval_samples)
         self.log(f"device={self.device} target={cfg.model_dir} layers={dcfg.target_layer_ids} "

@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.set_defaults(func=run_datagen)
 
     t = sub.add_parser("train", help="train a drafter on datagen output")
+    t.add_argument("--train-sources", default=None,
+                   help="train only on these sources, comma-separated (tools, generic); "
+                        "held-out tau is still reported for every split")
     t.add_argument("--data", required=True, type=Path)
     t.add_argument("--out", required=True, type=Path,
                    help="run folder: checkpoint.pt, drafter/, metrics.json, train.log")
@@ -143,7 +146,8 @@ def run_train(args: argparse.Namespace) -> int:
         max_len=args.max_len, log_every=args.log_every, eval_every=args.eval_every,
         eval_samples=args.eval_samples, final_eval_samples=args.final_eval_samples,
         ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
-        seed=args.seed, resume=not args.no_resume, progress=not args.no_progress)
+        seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
+        train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None)
     m = train(cfg)
     print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
                       "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))

@@ -51,6 +51,7 @@ class FakeFixedRateEngine:
         self._sleepers: dict[str, asyncio.Future[None]] = {}
         self._aborted: set[str] = set()
         self._active: set[str] = set()
+        self._pending: set[str] = set()  # generate() called, stream not iterated yet
         self.started = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -76,19 +77,30 @@ class FakeFixedRateEngine:
         if request.request_id in self._active:
             raise EngineError(f"request_id {request.request_id!r} is already in flight")
         self._active.add(request.request_id)
-        return self._stream(request)
+        self._pending.add(request.request_id)
+        # Accepted now, like a real engine's queue (not at first iteration): the schedule runs
+        # from here while the caller is still busy with other work (e.g. sending headers).
+        loop = asyncio.get_running_loop()
+        return self._stream(request, loop.time(), time.time() * 1000.0)
 
     async def abort(self, request_id: str) -> None:
-        if request_id in self._active:
+        if request_id in self._pending:  # never iterated: nothing runs, just forget it
+            self._pending.discard(request_id)
+            self._active.discard(request_id)
+        elif request_id in self._active:
             self._aborted.add(request_id)
             fut = self._sleepers.get(request_id)
             if fut is not None:
                 _wake(fut)
 
-    async def _stream(self, req: GenerateRequest) -> AsyncIterator[Delta]:
+    async def _stream(self, req: GenerateRequest, accepted: float,
+                      accepted_unix: float) -> AsyncIterator[Delta]:
         rid = req.request_id
         loop = asyncio.get_running_loop()
-        accepted, accepted_unix = loop.time(), time.time() * 1000.0
+        if rid not in self._pending:  # aborted before the first iteration
+            yield Delta(rid, [], "", finished=True, finish_reason="abort", timing=Timing())
+            return
+        self._pending.discard(rid)
         count = min(req.sampling.max_tokens, self.tokens_per_request)
         reason = "stop" if count < req.sampling.max_tokens else "length"
         emitted = 0

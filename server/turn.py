@@ -54,6 +54,7 @@ class Turn:
         self.completion_tokens = 0
         self.generated_ids: list[int] = []
         self._parser = parser
+        self.text_only = parser is None  # no tool call can come
         self._received_unix_ms = received_unix_ms
         self._received_perf = received_perf
         self._admission_ms = admission_ms

@@ -114,28 +114,30 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
 async def _stream(request: web.Request, events: Any, w: ChunkWriter,
                   include_usage: bool) -> web.StreamResponse:
     resp: web.StreamResponse | None = None
+    head = ""  # headers and the role chunk go out with the first event, in one write
     async for ev in events:
         if resp is None:
             if isinstance(ev, TurnDone) and ev.error is not None:
                 return error_response(ev.error)  # failed before any output: a plain error
             resp = web.StreamResponse(headers=_SSE_HEADERS)
             await resp.prepare(request)
-            await resp.write(w.role().encode())
+            head = w.role()
         if isinstance(ev, TextDelta):
-            await resp.write(w.text(ev.text).encode())
+            out = w.text(ev.text)
         elif isinstance(ev, ToolCallArgumentsDelta):
-            await resp.write(w.call_args(ev.index, ev.delta).encode())
+            out = w.call_args(ev.index, ev.delta)
         elif isinstance(ev, ToolCallStarted):
-            await resp.write(w.call_started(ev.index, ev.call_id, ev.name).encode())
+            out = w.call_started(ev.index, ev.call_id, ev.name)
         elif isinstance(ev, ToolCallDone):
-            rest = w.call_done(ev.index, ev.arguments_json)
-            if rest:
-                await resp.write(rest.encode())
+            out = w.call_done(ev.index, ev.arguments_json) or ""
         elif isinstance(ev, TurnDone):
-            if ev.error is not None:
-                await resp.write(f"data: {dumps(error_payload(ev.error))}\n\n".encode())
-            else:
-                await resp.write(w.finish(ev, include_usage).encode())
+            out = (f"data: {dumps(error_payload(ev.error))}\n\n" if ev.error is not None
+                   else w.finish(ev, include_usage))
+        else:
+            out = ""
+        if head or out:
+            await resp.write((head + out).encode())
+            head = ""
     assert resp is not None
     await resp.write_eof()
     return resp

@@ -72,8 +72,12 @@ class ResponseEmitter:
             r["turnspec"] = done.turnspec
         return r
 
-    async def created(self) -> None:
+    async def created(self, text_only: bool) -> None:
+        """`text_only`: no tool call can come (no tools, or tool_choice none), so the message
+        item is opened now, while the engine prefills, instead of in front of the first token."""
         await self._event("response.created", response=self.response("in_progress"))
+        if text_only:
+            await self._open_message()
 
     # -- items -------------------------------------------------------------------------------
 

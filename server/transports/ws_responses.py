@@ -118,7 +118,7 @@ class ResponsesSocket:
         self._emitter = emitter
         done = None
         try:
-            await emitter.created()
+            await emitter.created(text_only=turn.text_only)
             if self._cancel_early:
                 await turn.cancel()
             events = turn.events()

@@ -67,3 +67,13 @@ async def test_abort_wakes_a_sleeping_stream():
     final = await asyncio.wait_for(nxt, 10)
     assert final.finished and final.finish_reason == "abort"
     assert final.timing.completion_tokens == 0
+
+
+async def test_abort_before_first_iteration_frees_the_request():
+    eng = FakeFixedRateEngine(first_token_ms=1.0, interval_ms=1.0)
+    stream = eng.generate(_req("f", max_tokens=5))
+    assert eng.stats().active_sequences == 1
+    await eng.abort("f")
+    assert eng.stats().active_sequences == 0
+    deltas = [d async for d in stream]
+    assert len(deltas) == 1 and deltas[0].finish_reason == "abort"

@@ -108,6 +108,18 @@ def opt_dict(body: dict[str, Any], key: str, *, prefix: str = "") -> dict[str, A
     return v
 
 
+TRACE_KEYS = ("traceparent", "tracestate")
+
+
+def trace_from(*sources: Any) -> dict[str, str] | None:
+    """W3C trace context from header-like mappings; earlier sources win per key."""
+    out: dict[str, str] = {}
+    for src in reversed(sources):
+        if src:
+            out.update({k: v for k in TRACE_KEYS if isinstance(v := src.get(k), str)})
+    return out or None
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON for the wire (no spaces: per-token frames stay small)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

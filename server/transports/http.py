@@ -18,7 +18,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session
 from turnspec.server.transports.openai_chat import ChunkWriter, completion_body, parse_chat_request
 from turnspec.server.transports.ws_responses import ResponsesSocket
-from turnspec.server.wire import dumps, error_payload, parse_json_object
+from turnspec.server.wire import dumps, error_payload, parse_json_object, trace_from
 from turnspec.tools_grammar.parser import (
     TextDelta,
     ToolCallArgumentsDelta,
@@ -90,6 +90,7 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
     try:
         body = parse_json_object(await request.read())
         req, stream, include_usage = parse_chat_request(body, received_unix_ms, received_perf)
+        req.trace = trace_from(request.headers)
     except ApiError as e:
         hub.rejected("http", e)
         raise

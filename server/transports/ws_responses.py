@@ -27,6 +27,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session, TurnRequest, new_id
 from turnspec.server.transports.responses_events import ResponseEmitter
 from turnspec.server.wire import (
+    TRACE_KEYS,
     dumps,
     opt_bool,
     opt_int,
@@ -34,6 +35,7 @@ from turnspec.server.wire import (
     opt_number,
     opt_str,
     parse_json_object,
+    trace_from,
 )
 
 _HARD_LIMIT_FACTOR = 4  # beyond soft limit x4 aiohttp closes the socket (1009)
@@ -50,8 +52,12 @@ class ResponsesSocket:
         self._task: asyncio.Task[None] | None = None
         self._emitter: ResponseEmitter | None = None
         self._cancel_early = False  # response.cancel arrived while the turn was starting
+        self._trace_headers: dict[str, str] = {}
 
     async def run(self, request: web.Request) -> web.WebSocketResponse:
+        # Trace context: the upgrade's headers for the connection; a response.create's
+        # metadata.traceparent (per turn) takes precedence.
+        self._trace_headers = {k: request.headers[k] for k in TRACE_KEYS if k in request.headers}
         await self.ws.prepare(request)
         try:
             async for msg in self.ws:
@@ -104,6 +110,7 @@ class ResponsesSocket:
                            code="conversation_already_has_active_response")
         body = event["response"] if isinstance(event.get("response"), dict) else event
         req, meta = parse_create(body, received_unix_ms, received_perf)
+        req.trace = trace_from(meta["metadata"], self._trace_headers)
         self._cancel_early = False
         self._task = asyncio.create_task(self._run_turn(req, meta))
 

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from turnspec.tools_grammar.formats import ToolCallFormat, get_format
 from turnspec.tools_grammar.parser import (
+    TRUNCATED,
     TextDelta,
     ToolCallDone,
     ToolCallInvalid,
@@ -41,7 +42,8 @@ Generate = Callable[[list[dict], list[dict], "str | dict"], "str | Iterable[str]
 class TurnOutcome:
     turn_id: str
     scenario: str
-    kind: str  # "call" (valid calls only), "text" (no call), "invalid" (a broken call), "empty"
+    kind: str  # "call" (valid calls only), "text" (no call), "invalid" (a broken call), "truncated"
+    # (the output stopped inside a call, e.g. at max_tokens), "empty"
     names: tuple[str, ...]
     expected_name: str | None
     error: str | None
@@ -63,7 +65,8 @@ class CallEvalReport:
 
     @property
     def invalid(self) -> int:
-        return self.count("invalid")
+        """Broken calls of any kind, cut off ones included."""
+        return self.count("invalid") + self.count("truncated")
 
     @property
     def passed(self) -> bool:
@@ -81,14 +84,14 @@ class CallEvalReport:
         return {
             "tool_choice": self.tool_choice, "format": self.format, "n": self.n,
             "valid_calls": self.count("call"), "text_only": self.count("text"), "empty": self.count("empty"),
-            "invalid_calls": self.invalid, "valid_call_rate": self.count("call") / self.n if self.n else 0.0,
+            "invalid_calls": self.invalid, "truncated_calls": self.count("truncated"), "valid_call_rate": self.count("call") / self.n if self.n else 0.0,
             "name_matches_expected": self.name_matches, "passed": self.passed, "mean_seconds": sum(seconds) / len(seconds) if seconds else 0.0,
         }
 
     def table(self) -> str:
         s = self.summary()
         rows = [("turns", s["n"]), ("valid calls", s["valid_calls"]), ("text only", s["text_only"]),
-                ("empty", s["empty"]), ("invalid calls", s["invalid_calls"]),
+                ("empty", s["empty"]), ("invalid calls", s["invalid_calls"]), ("  cut off", s["truncated_calls"]),
                 ("valid call rate", f"{s['valid_call_rate']:.1%}"), ("name = expected", s["name_matches_expected"]),
                 ("mean s / turn", f"{s['mean_seconds']:.3f}")]
         head = f"tool_choice={self.tool_choice} format={self.format}"
@@ -127,6 +130,8 @@ def score_output(output: str | Iterable[str], turn: PromptTurn, fmt: ToolCallFor
     bad = [e for e in events if isinstance(e, ToolCallInvalid)]
     text = "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
     kind = "invalid" if bad else "call" if done else "text" if text else "empty"
+    if bad and bad[0].error == TRUNCATED:
+        kind = "truncated"
     expected = None
     if turn.expected and turn.expected.get("tool_calls"):
         expected = turn.expected["tool_calls"][0]["function"]["name"]

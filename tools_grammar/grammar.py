@@ -27,7 +27,11 @@ import torch
 import xgrammar as xgr
 
 from turnspec.tools_grammar.formats.base import ToolCallFormat
-from turnspec.tools_grammar.grammar_spec import build_structural_tag, clear_schema_cache
+from turnspec.tools_grammar.grammar_spec import (
+    OutputBounds,
+    build_structural_tag,
+    clear_schema_cache,
+)
 from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, tools_hash
 
 
@@ -135,6 +139,7 @@ class GrammarCompiler:
         *,
         cache_size: int = 256,
         max_threads: int | None = None,
+        bounds: OutputBounds | None = None,
     ) -> None:
         if not stop_token_ids:
             raise ValueError("stop_token_ids: need at least one stop token (e.g. the EOS id)")
@@ -142,6 +147,7 @@ class GrammarCompiler:
             raise ValueError(f"vocab_size={vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens")
         self.vocab_size = vocab_size
         self.stop_token_ids = [int(t) for t in stop_token_ids]
+        self.bounds = bounds or OutputBounds()
         self._info = xgr.TokenizerInfo.from_huggingface(
             tokenizer, vocab_size=vocab_size, stop_token_ids=self.stop_token_ids
         )
@@ -169,7 +175,7 @@ class GrammarCompiler:
                 self._cache.move_to_end(key)
                 self.hits += 1
                 return cached
-        spec = build_structural_tag(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls)
+        spec = build_structural_tag(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls, bounds=self.bounds)
         start = time.perf_counter()
         compiled = self._compiler.compile_structural_tag(json.dumps(spec))
         elapsed = time.perf_counter() - start

@@ -66,6 +66,7 @@ class ToolCallInvalid:
 
 ParseEvent = TextDelta | ToolCallStarted | ToolCallArgumentsDelta | ToolCallDone | ToolCallInvalid
 
+TRUNCATED = "the stream ended inside a tool call"  # ToolCallInvalid.error when output stops mid-call
 _WS = " \t\r\n"
 _START, _TEXT, _CALL, _AFTER_CALL, _SKIP, _CLOSED = range(6)
 
@@ -116,7 +117,7 @@ class ToolCallStreamParser:
         if state in (_TEXT, _START) and held:
             self._emit_text(held)
         elif state == _CALL:
-            self._invalid("the stream ended inside a tool call")
+            self._invalid(TRUNCATED)
         elif state == _SKIP:
             self._invalid(self._scanner.error if self._scanner else "malformed tool call")
         self._state = _CLOSED

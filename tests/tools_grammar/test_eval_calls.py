@@ -51,6 +51,7 @@ def test_reference_outputs_pass_and_broken_ones_fail() -> None:
     half_broken = evaluate_tool_calls(lambda m, t, c: '<tool_call>\n{"name":' if len(m) % 2 else reference_output(_turn_for(turns, m), "hermes"),
                                       turns, "required", "hermes")
     assert not half_broken.passed and half_broken.invalid == sum(len(t.messages) % 2 for t in turns)
+    assert half_broken.count("truncated") == half_broken.invalid  # '<tool_call>{"name":' stops mid-call
     assert "invalid calls" in half_broken.table()
 
 

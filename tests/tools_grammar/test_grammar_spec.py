@@ -8,7 +8,7 @@ import pytest
 import xgrammar as xgr
 
 from turnspec.tools_grammar.formats import get_format
-from turnspec.tools_grammar.grammar_spec import build_structural_tag
+from turnspec.tools_grammar.grammar_spec import OutputBounds, build_structural_tag
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
 
 TOOLS = parse_tools(
@@ -101,3 +101,30 @@ def test_strings_refuse_utf16_surrogates(field: str) -> None:
         matcher = xgr.testing._get_matcher_from_grammar(grammar)
         text = head + body + b'"}' + HERMES.call_suffix.encode()
         assert (matcher.accept_string(text) and matcher.is_completed()) is ok
+
+
+def test_output_bounds_close_unbounded_values() -> None:
+    """Plain strings, numbers and arrays get caps so a repeating model must close them."""
+    tools = parse_tools([{"type": "function", "function": {"name": "t", "parameters": {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string"}, "long": {"type": "string", "minLength": 80}, "n": {"type": "integer"},
+            "big": {"type": "integer", "minimum": 10**16}, "a": {"type": "array", "items": {"type": "boolean"}},
+            "e": {"enum": ["x"]},
+        },
+    }}}])
+    bounds = OutputBounds(max_string_chars=8, max_array_items=3, max_abs_number=999)
+    spec = build_structural_tag(tools, ToolChoice("required"), HERMES, bounds=bounds)
+    grammar = xgr.Grammar.from_structural_tag(json.dumps(spec))
+
+    def ok(args: str) -> bool:
+        return xgr.testing._is_grammar_accept_string(grammar, HERMES.call_prefix("t") + args + HERMES.call_suffix)
+
+    assert ok('{"s":"12345678"}') and not ok('{"s":"123456789"}')
+    assert ok('{"long":"' + "x" * 80 + '"}')  # a cap never undercuts the schema's minimum
+    assert ok('{"n":-999}') and not ok('{"n":1000}')
+    assert ok('{"big":' + str(10**16 + 5) + "}")  # nor its lower bound
+    assert ok('{"a":[true,false,true]}') and not ok('{"a":[true,false,true,true]}')
+    assert ok('{"e":"x"}')
+    with pytest.raises(ValueError, match="OutputBounds.max_string_chars: expected >= 1, got 0"):
+        OutputBounds(max_string_chars=0)

@@ -208,3 +208,13 @@ def _short_tokens(tok) -> np.ndarray:
         vocab = tok.convert_ids_to_tokens(list(range(VOCAB_SIZE)))
         _SHORT[id(tok)] = np.array([len(t) <= 1 for t in vocab])
     return _SHORT[id(tok)]
+
+
+def test_jump_forward_tokens_are_the_forced_text(compiler, smollm2_tokenizer) -> None:
+    """With a named function the whole call prefix is forced: free draft tokens for the engine."""
+    fmt = get_format("hermes")
+    matcher = compiler.matcher(TOOLS, ToolChoice("function", "book_table"), fmt)
+    forced = matcher.jump_forward_tokens()
+    text = smollm2_tokenizer.decode(forced)
+    assert text.startswith(fmt.call_prefix("book_table")) and fmt.render_call("book_table", ARGS).startswith(text)
+    assert matcher.accept_tokens(forced) == len(forced)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -273,7 +275,10 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(results))
     if args.json:
         out = {"config": {k: v for k, v in vars(args).items() if k != "func"},
-               "date_unix": time.time(), "results": results,
+               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                        "load_avg_1m": os.getloadavg()[0]},
+               "results": results,
                "overhead": {t: {"ttft_p50_ms": results[t]["ttft_p50_ms"]
                                 - results["in-process"]["ttft_p50_ms"],
                                 "per_token_p50_ms": results[t]["lag_p50_ms"]

@@ -107,15 +107,17 @@ class Turn:
                     self.completion_tokens += len(d.token_ids)
                     self.generated_ids.extend(d.token_ids)
                 if d.text:
-                    if self._first_perf is None:
-                        self._first_perf = time.perf_counter()
                     if self._parser is None:
+                        evs: list[Any] = [TextDelta(d.text)]
                         text_parts.append(d.text)
-                        yield TextDelta(d.text)
-                    else:
-                        for ev in self._parser.feed(d.text):
+                    else:  # may hold back text that could open a tool call
+                        evs = self._parser.feed(d.text)
+                        for ev in evs:
                             _collect(ev, text_parts, calls)
-                            yield ev
+                    if evs and self._first_perf is None:
+                        self._first_perf = time.perf_counter()  # first output handed over
+                    for ev in evs:
+                        yield ev
                 if d.finished:
                     final = d
                     break

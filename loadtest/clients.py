@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import grpc
+
 from turnspec.loadtest.record import RequestRecord
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
 from turnspec.server.proto.turnspec.v1 import generation_pb2_grpc as pb_grpc

@@ -14,6 +14,7 @@ import signal
 from typing import Any
 
 from aiohttp import web
+
 from turnspec.engine.protocol import Engine
 from turnspec.server.config import ServerConfig
 from turnspec.server.hub import SessionHub

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
+
 from turnspec.speculator.data import SAMPLES_FILE, Sample
 
 AnswerFn = Callable[[list[list[int]]], list[list[int]]]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+
 from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.model import DFlashDrafter
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
 from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.masks import inference_mask, training_mask
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import Tensor
+
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
 from turnspec.speculator.model import DFlashDrafter

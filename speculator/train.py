@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
+
 from turnspec.speculator.blocks import (
     accepted_prefix,
     block_inputs,

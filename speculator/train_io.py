@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 from tqdm import tqdm
+
 from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.data import Sample
 from turnspec.speculator.model import DFlashDrafter

@@ -24,7 +24,13 @@ from turnspec.engine.local.sequence import Sequence, Status
 from turnspec.engine.local.spec_step import spec_decode
 from turnspec.engine.model.cpu_linear import pack_linears
 from turnspec.engine.model.weights import load_model
-from turnspec.engine.protocol import ContextLengthError, Delta, EngineError, EngineStats, GenerateRequest
+from turnspec.engine.protocol import (
+    ContextLengthError,
+    Delta,
+    EngineError,
+    EngineStats,
+    GenerateRequest,
+)
 
 
 def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,

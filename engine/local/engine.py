@@ -16,7 +16,13 @@ from pathlib import Path
 
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
-from turnspec.engine.protocol import Delta, EngineError, EngineStats, GenerateRequest, SamplingParams
+from turnspec.engine.protocol import (
+    Delta,
+    EngineError,
+    EngineStats,
+    GenerateRequest,
+    SamplingParams,
+)
 
 log = logging.getLogger("turnspec.engine")
 

@@ -43,7 +43,7 @@ def pack_linears(model: nn.Module) -> int:
     if not mkl_packed_available():
         return 0
     count = 0
-    for name, module in list(model.named_modules()):
+    for module in list(model.modules()):
         for child_name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and child.weight.dtype == torch.float32 \
                     and child.weight.device.type == "cpu":

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
+
 from turnspec.kernels.bench.timing import (
     copy_bandwidth_gbs,
     device_meta,

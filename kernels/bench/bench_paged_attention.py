@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 import triton
+
 from turnspec.kernels.bench.timing import (
     copy_bandwidth_gbs,
     device_meta,

@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
         models,
         serve,
         speculator,
+        workload,
     )
 
     parser = argparse.ArgumentParser(prog="turnspec", description=__doc__)
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.register(sub)
     generate.register(sub)
     speculator.register(sub)
+    workload.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (print a table, write JSON)")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     bench_engine.register(bench_sub)

@@ -156,6 +156,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     import torch
+
     from turnspec.server.cli.common import resolve_model_dir
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.export import load_drafter
@@ -182,6 +183,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     import torch
+
     from turnspec.speculator.export import load_drafter, save_drafter
 
     dtype = getattr(torch, args.dtype)
@@ -207,6 +209,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _from_train_checkpoint(path: Path):
     import torch
+
     from turnspec.speculator.config import DFlashConfig
     from turnspec.speculator.model import DFlashDrafter
 

@@ -14,6 +14,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
+
 from turnspec.server.conversation import messages_from_chat
 from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone

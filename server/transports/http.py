@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from aiohttp import web
+
 from turnspec.server.errors import ApiError
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from aiohttp import WSMsgType, web
+
 from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+
 from turnspec.engine.fake_fixed_rate import FakeFixedRateEngine
 from turnspec.engine.protocol import (
     ContextLengthError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from turnspec.kernels.dflash_accept import (
     dflash_accept,
     dflash_accept_packed,

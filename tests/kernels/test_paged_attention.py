@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from turnspec.kernels.paged_attention import (
     paged_attention,
     reference_paged_attention,

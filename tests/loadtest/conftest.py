@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from turnspec.server.config import ServerConfig
 from turnspec.server.testing import ThreadedServer
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from turnspec.server.admission import Admission
 from turnspec.server.errors import ApiError
 

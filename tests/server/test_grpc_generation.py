@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
+
 from turnspec.loadtest.clients import GenerationClient
 from turnspec.server.config import ServerConfig
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb

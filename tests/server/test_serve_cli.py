@@ -19,6 +19,7 @@ import urllib.request
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from turnspec.loadtest.clients import ResponsesSocketClient
 
 KEY = "cli-test-key"

@@ -7,6 +7,7 @@ import grpc
 import openai
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from turnspec.loadtest.clients import GenerationClient, ResponsesSocketClient
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
 from turnspec.server.proto.turnspec.v1 import generation_pb2_grpc as pb_grpc

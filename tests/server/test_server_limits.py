@@ -7,6 +7,7 @@ import asyncio
 
 import aiohttp
 import pytest
+
 from turnspec.loadtest.clients import (
     ChatCompletionsClient,
     GenerationClient,

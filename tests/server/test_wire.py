@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from turnspec.server.errors import ApiError
 from turnspec.server.wire import (
     opt_bool,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from turnspec.loadtest.clients import ResponsesSocketClient
 
 from .srv_helpers import BLOCK, WEATHER_TOOL_FLAT, scrape, start_server, wait_engine_idle

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from turnspec.speculator.blocks import (
     accepted_prefix,
     anchor_candidates,

@@ -6,10 +6,10 @@ import argparse
 import json
 
 import torch
-from turnspec.server.cli.speculator import register
-from turnspec.speculator.export import read_drafter
 
 from tests.speculator.tiny import TINY_MASK
+from turnspec.server.cli.speculator import register
+from turnspec.speculator.export import read_drafter
 
 
 def _run(*argv: str) -> int:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from turnspec.speculator.config import (
     SMOLLM2_MASK_TOKEN_ID,
     DFlashConfig,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from turnspec.speculator.export import load_drafter
-from turnspec.speculator.train import train
 
 from tests.speculator.test_model import CFG, _block, _drafter, _inputs
 from tests.speculator.test_train import _cfg
+from turnspec.speculator.export import load_drafter
+from turnspec.speculator.train import train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from turnspec.speculator.data import PackedSplit, read_samples
 from turnspec.speculator.datagen import PromptItem, generate_dataset
 

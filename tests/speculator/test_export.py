@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 from safetensors import safe_open
+
 from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.export import load_drafter, read_drafter, save_drafter
 from turnspec.speculator.model import DFlashDrafter

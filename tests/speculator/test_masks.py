@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import torch
+
 from turnspec.speculator.masks import inference_mask, training_mask
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import torch
+
 from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.model import DFlashDrafter, apply_rope, rope_cos_sin
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 import torch
-from turnspec.speculator.target import FrozenTarget, default_mask_token_id
 
 from tests.speculator.tiny import TINY_VOCAB
+from turnspec.speculator.target import FrozenTarget, default_mask_token_id
 
 
 def test_taps_are_hf_hidden_states_of_layer_outputs(tiny_target_dir):

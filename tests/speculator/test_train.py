@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from tests.speculator.tiny import NEW_TOKENS, TINY_LAYER_IDS, TINY_MASK
 from turnspec.speculator import train_io
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.export import load_drafter
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import evaluate_tau
 from turnspec.speculator.train import TrainConfig, train
-
-from tests.speculator.tiny import NEW_TOKENS, TINY_LAYER_IDS, TINY_MASK
 
 
 def _cfg(data: Path, target: Path, out: Path, **kw) -> TrainConfig:

@@ -10,7 +10,12 @@ import torch
 
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
-from turnspec.engine.protocol import ContextLengthError, EngineError, GenerateRequest, SamplingParams
+from turnspec.engine.protocol import (
+    ContextLengthError,
+    EngineError,
+    GenerateRequest,
+    SamplingParams,
+)
 
 PROMPTS = [
     "What is the capital of France?",

@@ -63,6 +63,8 @@ class RunResult:
     tokens: list[list[int]] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     ttft_ms: list[float] = field(default_factory=list)
+    cached_tokens: list[int] = field(default_factory=list)  # engine-reported prefix-cache hits
+    prefill_tokens: list[int] = field(default_factory=list)  # engine-reported tokens prefilled
 
 
 def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurrent: bool) -> RunResult:
@@ -79,6 +81,7 @@ def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurren
         toks: dict[str, list[int]] = {r: [] for r in ids}
         first: dict[str, float] = {}
         done: dict[str, float] = {}
+        timing = {}
         while core.has_work():
             for d in core.step():
                 now = time.perf_counter()
@@ -87,10 +90,13 @@ def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurren
                 toks[d.request_id].extend(d.token_ids)
                 if d.finished:
                     done[d.request_id] = now
+                    timing[d.request_id] = d.timing
         for r in ids:
             res.tokens.append(toks[r])
             res.seconds.append(done[r] - t_add)
             res.ttft_ms.append((first[r] - t_add) * 1000.0)
+            res.cached_tokens.append(timing[r].cached_tokens)
+            res.prefill_tokens.append(timing[r].prefill_tokens)
     return res
 
 

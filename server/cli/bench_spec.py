@@ -11,15 +11,21 @@ import argparse
 import json
 import time
 from datetime import date
+from pathlib import Path
 
 import torch
 
+import turnspec
 from turnspec.server.cli.common import add_engine_args, engine_config_from_args
+
+DEFAULT_DATA = Path(turnspec.__file__).parent / "models" / "assets" / "smollm2-dflash" / "heldout.jsonl"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("spec", help="DFlash vs no speculation vs transformers prompt-lookup")
-    p.add_argument("--data", required=True, help="datagen folder (its held-out split is used)")
+    p.add_argument("--data", default=str(DEFAULT_DATA),
+                   help="datagen folder or .jsonl; its held-out split is used (default: the 32+32 "
+                        "held-out samples committed beside the default drafter)")
     p.add_argument("--n", type=int, default=8, help="prompts per source (tools, generic)")
     p.add_argument("--blocks", default="4,8,16", help="block sizes to try, comma-separated")
     p.add_argument("--max-new-tokens", type=int, default=64)

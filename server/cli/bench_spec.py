@@ -1,5 +1,7 @@
 """`turnspec bench spec`: DFlash speculation vs plain decoding vs transformers (plain and
 prompt-lookup assisted), same model, same held-out prompts, greedy, same run; table + JSON.
+tok/s is decode throughput at concurrency 1 (first token to last; prefill excluded, cold
+prefix cache for every prompt).
 
 Prompts are the held-out split of a `turnspec speculator datagen` folder (voice/tool turns and
 generic chat), so tau here is measured on scenarios the drafter never trained on.
@@ -37,37 +39,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_core(core, prompts: list[list[int]], max_new: int, block: int | None) -> dict:
+    """Prompts one at a time from a cold prefix cache. tok/s counts decode only (first token
+    to last), so prefill — identical with or without speculation — does not dilute it."""
+    from turnspec.engine.bench_engine import clear_prefix_cache
     from turnspec.engine.protocol import GenerateRequest, SamplingParams
 
     tokens, secs, steps, committed = [], 0.0, 0, 0
     for i, p in enumerate(prompts):
-        t0 = time.perf_counter()
+        clear_prefix_cache(core)
         core.add(GenerateRequest(f"s{i}-{block}", p, SamplingParams(max_tokens=max_new), spec_block_size=block))
-        out, final = [], None
+        out, final, t_first = [], None, None
         while core.has_work():
             for d in core.step():
-                out.extend(d.token_ids)
+                if d.token_ids and t_first is None:
+                    t_first = time.perf_counter()
+                    out.extend(d.token_ids[1:])  # the first token's time is prefill
+                    first = d.token_ids[:1]
+                else:
+                    out.extend(d.token_ids)
                 final = d if d.finished else final
-        secs += time.perf_counter() - t0
-        tokens.append(out)
+        secs += time.perf_counter() - t_first
+        tokens.append(first + out)
         if final is not None and final.spec is not None:
             steps += final.spec.verify_steps
             committed += final.spec.committed_tokens
-    n = sum(len(t) for t in tokens)
+    n = sum(len(t) - 1 for t in tokens)
     return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n,
             "tau": committed / steps if steps else None}
 
 
 def _run_hf(hf, prompts: list[list[int]], max_new: int, eos: int, lookup: int | None) -> dict:
+    """Same accounting as _run_core: decode time = generate time minus a 1-token generate
+    (the prefill and first token) on the same prompt."""
     tokens, secs = [], 0.0
     for p in prompts:
         kw = {"prompt_lookup_num_tokens": lookup} if lookup else {}
+        x = torch.tensor([p], device=hf.device)
         t0 = time.perf_counter()
-        out = hf.generate(torch.tensor([p], device=hf.device), max_new_tokens=max_new, do_sample=False,
-                          eos_token_id=eos, pad_token_id=eos, **kw)
-        secs += time.perf_counter() - t0
+        hf.generate(x, max_new_tokens=1, do_sample=False, eos_token_id=eos, pad_token_id=eos)
+        t_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = hf.generate(x, max_new_tokens=max_new, do_sample=False, eos_token_id=eos, pad_token_id=eos, **kw)
+        secs += time.perf_counter() - t0 - t_first
         tokens.append(out[0, len(p):].tolist())
-    n = sum(len(t) for t in tokens)
+    n = sum(len(t) - 1 for t in tokens)
     return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n}
 
 

@@ -12,6 +12,7 @@ def build_parser() -> argparse.ArgumentParser:
         bench_engine,
         bench_frontend,
         bench_spec,
+        bench_tools,
         generate,
         models,
         serve,
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_engine.register(bench_sub)
     bench_frontend.register_bench(bench_sub)
     bench_spec.register(bench_sub)
+    bench_tools.register(bench_sub)
     return parser
 
 

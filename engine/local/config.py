@@ -22,7 +22,7 @@ class LocalEngineConfig:
     kv_memory_gb: float | None = None  # None: 1 GiB on CPU, 16 GiB on CUDA
     max_prefill_tokens: int = 4096
     speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
-    spec_block_size: int | None = None  # None: the drafter's trained block size
+    spec_block_size: int | None = None  # None: the drafter's trained block (6 on CPU, see core.py)
     threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
 
     def __post_init__(self) -> None:

@@ -32,6 +32,10 @@ from turnspec.engine.protocol import (
     GenerateRequest,
 )
 
+# Best block on the 2-core dev CPU with the default drafter (docs/benchmarks.md, bench spec
+# 2026-11-29: B=6 1.18x vs B=16 0.90x on held-out tool turns): verify cost grows with B on CPU.
+CPU_SPEC_BLOCK = 6
+
 
 def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
                lookahead: int) -> int:
@@ -71,7 +75,12 @@ class EngineCore:
             pack_linears(self.drafter)
         self.spec_block = 0
         if self.drafter is not None:
-            self.spec_block = cfg.spec_block_size or self.drafter.config.block_size
+            trained = self.drafter.config.block_size
+            if cfg.spec_block_size and cfg.spec_block_size > trained:
+                raise ValueError(f"spec_block_size={cfg.spec_block_size}: the drafter was trained with "
+                                 f"block size {trained}; serve at most that (DFlash paper, Table 8)")
+            default = min(CPU_SPEC_BLOCK, trained) if device.type == "cpu" else trained
+            self.spec_block = cfg.spec_block_size or default
         self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size

@@ -39,10 +39,14 @@ class ToolGrammarMatcher:
     """Per-request grammar state over token ids (wraps xgrammar.GrammarMatcher). Not thread-safe:
     one request is advanced by one thread (the engine step loop)."""
 
-    __slots__ = ("_matcher", "vocab_size", "_stop_ids", "_chains")
+    __slots__ = ("_matcher", "vocab_size", "_stop_ids", "_chains", "structural_tag")
 
-    def __init__(self, compiled: xgr.CompiledGrammar, vocab_size: int, stop_token_ids: list[int]) -> None:
+    def __init__(self, compiled: xgr.CompiledGrammar, vocab_size: int, stop_token_ids: list[int],
+                 structural_tag: str | None = None) -> None:
         self._matcher = xgr.GrammarMatcher(compiled)
+        # The xgrammar structural-tag JSON this grammar was compiled from, for backends that
+        # take the grammar as a request parameter instead of a matcher (SGLang).
+        self.structural_tag = structural_tag
         self.vocab_size = vocab_size
         self._stop_ids = frozenset(stop_token_ids)
         self._chains: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -155,6 +159,7 @@ class GrammarCompiler:
         # Our own LRU (keyed by a short hash) replaces xgrammar's unbounded string-keyed cache.
         self._compiler = xgr.GrammarCompiler(self._info, max_threads=threads, cache_enabled=False)
         self._cache: OrderedDict[tuple, xgr.CompiledGrammar] = OrderedDict()
+        self._specs: dict[tuple, str] = {}  # same keys: the structural-tag JSON of each entry
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.hits = 0
@@ -168,29 +173,37 @@ class GrammarCompiler:
         output is unconstrained (no tools, or tool_choice none)."""
         if choice.mode == "none" or not tools:
             return None
-        key = (tools_hash(tools), choice.mode, choice.name, fmt.name, parallel_tool_calls)
+        key = self._key(tools, choice, fmt, parallel_tool_calls)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
                 self.hits += 1
                 return cached
-        spec = build_structural_tag(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls, bounds=self.bounds)
+        spec = json.dumps(build_structural_tag(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls,
+                                               bounds=self.bounds))
         start = time.perf_counter()
-        compiled = self._compiler.compile_structural_tag(json.dumps(spec))
+        compiled = self._compiler.compile_structural_tag(spec)
         elapsed = time.perf_counter() - start
         with self._lock:
             self.misses += 1
             self.last_compile_s = elapsed
             self._cache[key] = compiled
+            self._specs[key] = spec
             while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+                old, _ = self._cache.popitem(last=False)
+                self._specs.pop(old, None)
         return compiled
+
+    @staticmethod
+    def _key(tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, parallel: bool) -> tuple:
+        return (tools_hash(tools), choice.mode, choice.name, fmt.name, parallel)
 
     def clear_cache(self) -> None:
         """Forget compiled grammars (and the per-schema EBNF memo), e.g. to time cold compiles."""
         with self._lock:
             self._cache.clear()
+            self._specs.clear()
         clear_schema_cache()
 
     def matcher(
@@ -203,7 +216,9 @@ class GrammarCompiler:
         compiled = self.compile(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls)
         if compiled is None:
             return None
-        return ToolGrammarMatcher(compiled, self.vocab_size, self.stop_token_ids)
+        with self._lock:
+            spec = self._specs.get(self._key(tools, choice, fmt, parallel_tool_calls))
+        return ToolGrammarMatcher(compiled, self.vocab_size, self.stop_token_ids, spec)
 
 
 def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:

@@ -28,12 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def default_speculator() -> str:
     """'default' when the committed SmolLM2 drafter is present, else 'none'."""
-    from pathlib import Path
+    from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
 
-    import turnspec
-
-    default = Path(turnspec.__file__).parent / "models" / "assets" / "smollm2-dflash"
-    return "default" if (default / "config.json").is_file() else "none"
+    return "default" if (DEFAULT_DRAFTER_DIR / "config.json").is_file() else "none"
 
 
 async def _generate(args: argparse.Namespace) -> dict:

@@ -14,7 +14,7 @@ import asyncio
 import os
 import sys
 
-from turnspec.server.cli.common import add_engine_args, engine_config_from_args
+from turnspec.server.cli.common import add_engine_args, engine_config_from_args, resolve_model_dir
 from turnspec.server.config import ServerConfig
 
 API_KEY_ENV = "TURNSPEC_API_KEY"
@@ -58,12 +58,12 @@ def build_engine(args: argparse.Namespace):
         from turnspec.engine.local import LocalEngine
 
         return LocalEngine(engine_config_from_args(args))
-    try:
-        from turnspec.engine.sglang import engine_from_args  # GPU machine only
-    except ImportError as e:
-        raise ValueError(f"--engine sglang: the SGLang backend is not available here ({e}); "
-                         "it needs the GPU environment with sglang installed") from None
-    return engine_from_args(args)
+    from turnspec.engine.sglang import SGLangConfig, SGLangEngine  # sglang itself loads at start()
+    from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
+
+    spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
+    return SGLangEngine(SGLangConfig(model_dir=resolve_model_dir(args.model), speculator=spec,
+                                     spec_block_size=args.spec_block_size))
 
 
 async def _serve(args: argparse.Namespace) -> int:

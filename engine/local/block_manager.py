@@ -28,6 +28,13 @@ class BlockManager:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.ref_count = [0] * num_blocks
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every cached prefix (benchmarks, tests). Only valid with no block in use."""
+        if any(self.ref_count):
+            raise RuntimeError("BlockManager.clear: blocks are still referenced by running sequences")
+        num_blocks = self.num_blocks
         self.block_hash: list[int | None] = [None] * num_blocks
         self.hash_to_block: dict[int, int] = {}
         self.free: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))

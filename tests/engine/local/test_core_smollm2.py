@@ -79,7 +79,7 @@ def test_batching_and_kv_reuse_do_not_change_greedy(core: EngineCore) -> None:
     system = "You are a concise voice assistant for a restaurant. " * 12
     ids = [chat_ids(core, p, system) for p in PROMPTS[:4]]
     alone = [generate(core, [p])[0] for p in ids]  # one at a time (later ones hit the cache)
-    core.blocks.__init__(core.blocks.num_blocks, core.blocks.block_size)  # cold cache
+    core.blocks.clear()  # cold cache
     batched = generate(core, ids)  # all together, shared system prompt cached mid-batch
     assert batched == alone
     # continuation: turn 2 extends turn 1's prompt + reply, served from the prefix cache
@@ -88,12 +88,12 @@ def test_batching_and_kv_reuse_do_not_change_greedy(core: EngineCore) -> None:
     cached_out, _, cached_final = drain(core)["t2-cached"]
     assert cached_final.timing.cached_tokens >= len(ids[0]) + len(alone[0]) - 2 * core.blocks.block_size
     assert cached_final.timing.prefill_tokens == len(turn2) - cached_final.timing.cached_tokens
-    core.blocks.__init__(core.blocks.num_blocks, core.blocks.block_size)
+    core.blocks.clear()
     assert generate(core, [turn2])[0] == cached_out
 
 
 def test_abort_frees_kv_within_one_step(core: EngineCore) -> None:
-    core.blocks.__init__(core.blocks.num_blocks, core.blocks.block_size)
+    core.blocks.clear()
     ids = [chat_ids(core, p) for p in PROMPTS[:5]]
     for i, p in enumerate(ids):
         core.add(GenerateRequest(f"ab{i}", p, SamplingParams(max_tokens=200)))

@@ -77,6 +77,14 @@ def _check_triton(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor,
             raise ValueError(f"{name}: expected unit stride on head_dim, got strides {t.stride()}")
 
 
+def visibility_mask(kv_lens: torch.Tensor, q_lens: torch.Tensor, n_q: int, max_kv: int) -> torch.Tensor:
+    """[b, n_q, max_kv] bool: query i of row b (at position kv_lens[b] - q_lens[b] + i) sees KV
+    position j iff j <= its position and j < kv_lens[b]. kv_lens/q_lens [b] int."""
+    q_pos = (kv_lens - q_lens).unsqueeze(1) + torch.arange(n_q, device=kv_lens.device)  # [b, n_q]
+    kv_pos = torch.arange(max_kv, device=kv_lens.device).view(1, 1, -1)
+    return (kv_pos <= q_pos.unsqueeze(-1)) & (kv_pos < kv_lens.view(-1, 1, 1))
+
+
 def reference_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor,
                               block_tables: torch.Tensor, kv_lens: torch.Tensor,
                               q_lens: torch.Tensor, scale: float,
@@ -94,11 +102,7 @@ def reference_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: tor
     tables = block_tables[:, :n_blk].clamp(min=0).long()  # [b, n_blk]
     k = k_pool[tables].reshape(bsz, n_blk * block_size, n_kv, head_dim)[:, :max_kv]
     v = v_pool[tables].reshape(bsz, n_blk * block_size, n_kv, head_dim)[:, :max_kv]
-    # Position of each query and visibility mask: kv_pos <= q_pos and kv_pos < kv_len.
-    q_pos = (kv_lens - q_lens).unsqueeze(1) + torch.arange(n_q, device=q.device)  # [b, n_q]
-    kv_pos = torch.arange(max_kv, device=q.device)  # [max_kv]
-    mask = kv_pos.view(1, 1, -1) <= q_pos.unsqueeze(-1)  # [b, n_q, max_kv]
-    mask = mask & (kv_pos.view(1, 1, -1) < kv_lens.view(-1, 1, 1))
+    mask = visibility_mask(kv_lens, q_lens, n_q, max_kv)  # [b, n_q, max_kv]
     out = F.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
         attn_mask=mask.unsqueeze(1), scale=scale, enable_gqa=n_heads != n_kv)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from turnspec.kernels.paged_attention import paged_attention
+from turnspec.kernels.paged_attention import paged_attention, visibility_mask
 
 
 @dataclass(slots=True)
@@ -86,11 +86,7 @@ class AttentionBatch:
         elif b == 1 and int(kv[0]) == int(ql[0]):
             self.causal_only = True  # fresh prefill: plain causal attention
         else:
-            q_pos = (kv - ql).unsqueeze(1) + torch.arange(n)  # [b, n]
-            kv_pos = torch.arange(max_kv)
-            mask = (kv_pos.view(1, 1, -1) <= q_pos.unsqueeze(-1)) & (
-                kv_pos.view(1, 1, -1) < kv.view(-1, 1, 1))
-            self.mask = mask.unsqueeze(1).to(device)  # [b, 1, n, max_kv]
+            self.mask = visibility_mask(kv, ql, n, max_kv).unsqueeze(1).to(device)  # [b, 1, n, max_kv]
 
     def store_kv(self, k_pool: torch.Tensor, v_pool: torch.Tensor, k: torch.Tensor,
                  v: torch.Tensor) -> None:

@@ -13,14 +13,13 @@ import argparse
 import json
 import time
 from datetime import date
-from pathlib import Path
 
 import torch
 
-import turnspec
 from turnspec.server.cli.common import add_engine_args, engine_config_from_args
+from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
 
-DEFAULT_DATA = Path(turnspec.__file__).parent / "models" / "assets" / "smollm2-dflash" / "heldout.jsonl"
+DEFAULT_DATA = DEFAULT_DRAFTER_DIR / "heldout.jsonl"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -99,6 +99,17 @@ def train(cfg: TrainConfig) -> dict:
     return run.finish()
 
 
+def fit_total(step: int, elapsed_s: float, budget_s: float, per_step_s: float,
+              planned: int) -> int:
+    """Steps that fit the time budget at the current rate, never above the planned total.
+
+    Refitted at every log point from the latest window's rate, up as well as down: slow first
+    steps (warm-up, another job on the same GPU that later finishes) must not shrink the run
+    for good (the 2026-11-29 H200 run stopped at 499 s of a 980 s budget that way)."""
+    cap = step + int(max(0.0, budget_s - elapsed_s) / max(per_step_s, 1e-9))
+    return max(step, min(planned, cap))
+
+
 class _Run:
     """One training run: setup (resume included), the step loop, export + final eval."""
 
@@ -133,6 +144,7 @@ class _Run:
         total = min(total, cfg.max_steps) if cfg.max_steps else total
         self.host_gen = torch.Generator().manual_seed(cfg.seed)
         self.dev_gen = torch.Generator(self.device).manual_seed(cfg.seed + 1)
+        self.planned = total                 # epochs / max_steps; a time budget only lowers it
         self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "total": total,
                       "elapsed_s": 0.0, "history": [], "epoch_gen": self.host_gen.get_state()}
         self.ckpt = cfg.out / "checkpoint.pt"
@@ -209,9 +221,8 @@ class _Run:
         window[0], window[1] = now, 0
         budget = self.cfg.time_budget_s
         if budget and steps_this_run >= 10:
-            per_step = st["elapsed_s"] / st["step"]
-            cap = st["step"] + int((budget - st["elapsed_s"]) / per_step)
-            st["total"] = max(st["step"], min(st["total"], cap))
+            per_step = dt / max(1, min(self.cfg.log_every, steps_this_run))
+            st["total"] = fit_total(st["step"], st["elapsed_s"], budget, per_step, self.planned)
         self.log.metrics(m)
         st["history"].append(m)
 

@@ -115,6 +115,17 @@ def test_resume_reaches_the_same_weights(tiny_data, tiny_target_dir, tmp_path, m
         assert torch.equal(x, y), name
 
 
+def test_fit_total_grows_back_after_a_slow_start():
+    from turnspec.speculator.train import fit_total
+
+    slow = fit_total(step=100, elapsed_s=100.0, budget_s=1000.0, per_step_s=1.0, planned=10_000)
+    assert slow == 1000
+    fast = fit_total(step=200, elapsed_s=150.0, budget_s=1000.0, per_step_s=0.5, planned=10_000)
+    assert fast == 200 + 1700                                      # grew with the faster rate
+    assert fit_total(200, 150.0, 1000.0, 0.01, planned=5000) == 5000   # never past the plan
+    assert fit_total(300, 1200.0, 1000.0, 0.5, planned=5000) == 300    # over budget: stop now
+
+
 def test_time_budget_fits_the_schedule(tiny_data, tiny_target_dir, tmp_path):
     m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=1.5,
                    log_every=4, final_eval_samples=2))

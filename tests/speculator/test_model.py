@@ -33,10 +33,10 @@ def _block(d: DFlashDrafter, taps, embeds, anchors, row: int, n: int, pad: int =
     """forward_block for one training block: context = rows [0, anchor), padded by `pad`."""
     a = int(anchors[row, n])
     ctx = d.project_context(taps[row, : a + pad])
-    kv = d.context_kv(ctx, torch.arange(a + pad))
-    pos = (a + torch.arange(d.config.block_size))[None]
+    kv = d.context_kv(ctx, torch.arange(a + pad, device=taps.device))
+    pos = (a + torch.arange(d.config.block_size, device=taps.device))[None]
     return d.forward_block(embeds[row, n][None], pos, [k[None] for k, _ in kv],
-                           [v[None] for _, v in kv], torch.tensor([a]))[0]
+                           [v[None] for _, v in kv], torch.tensor([a], device=taps.device))[0]
 
 
 def test_forward_train_equals_forward_block_per_block():

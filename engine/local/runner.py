@@ -15,6 +15,7 @@ import torch
 
 from turnspec.engine.local.sequence import Sequence
 from turnspec.engine.model.attention import AttentionBatch
+from turnspec.engine.model.cpu_linear import Bf16DraftHead, cpu_has_native_bf16
 from turnspec.engine.model.rope import RotaryTable
 from turnspec.engine.model.transformer import Transformer
 
@@ -45,6 +46,12 @@ class ModelRunner:
             self.dk_pools = torch.zeros(dshape, device=device, dtype=dtype)
             self.dv_pools = torch.zeros(dshape, device=device, dtype=dtype)
             self.mask_token_id = dc.mask_token_id
+        # Drafts are only proposals (verified against fp32 target logits), so on a CPU with
+        # native bf16 dot products their LM head runs in bf16: ~2.7x faster at M=15.
+        self.draft_head = None
+        if drafter is not None and device.type == "cpu" and dtype == torch.float32 \
+                and cpu_has_native_bf16():
+            self.draft_head = Bf16DraftHead(model.lm_head.weight)
         self.forward_seconds = 0.0  # model time, for the host-overhead split
 
     # -- target ----------------------------------------------------------------------------
@@ -127,6 +134,7 @@ class ModelRunner:
         embeds = self.model.embed_tokens(ids.to(self.device))
         hidden = self.drafter.forward_block(embeds, pos.to(self.device), ctx_k, ctx_v,
                                             starts.to(self.device))
-        drafts = self.model.logits(hidden[:, 1:]).argmax(dim=-1)  # [b, block-1]
+        head = self.draft_head if self.draft_head is not None else self.model.logits
+        drafts = head(hidden[:, 1:]).argmax(dim=-1)  # [b, block-1]
         self.forward_seconds += time.perf_counter() - t0
         return drafts

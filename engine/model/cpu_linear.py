@@ -50,3 +50,33 @@ def pack_linears(model: nn.Module) -> int:
                 setattr(module, child_name, MklPackedLinear(child))
                 count += 1
     return count
+
+
+def cpu_has_native_bf16() -> bool:
+    """True where the CPU has bf16 dot-product instructions (AVX512-BF16 or AMX-BF16), so
+    oneDNN's bf16 GEMM beats fp32: on the dev EPYC (Zen 4) the SmolLM2 LM head at M=16 takes
+    7.2 ms in bf16 vs 19.8 ms fp32 (M=1: 3.5 vs 4.4 ms packed). Without them torch emulates bf16
+    and it is slower than fp32."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+class Bf16DraftHead(nn.Module):
+    """The target's LM head in bf16, for the drafter's proposals only.
+
+    Drafts are proposals that the target verifies with its own fp32 logits, so their precision
+    never changes what is committed (greedy output stays identical; sampling stays exact)."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("weight", weight.detach().to(torch.bfloat16), persistent=False)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        # 2-D and contiguous: a strided 3-D input sends F.linear to bmm over an expanded copy
+        # of the whole [V, H] weight (55 ms a call at M=7 instead of ~5)
+        x = hidden.reshape(-1, hidden.shape[-1]).to(torch.bfloat16).contiguous()
+        return torch.nn.functional.linear(x, self.weight).view(*hidden.shape[:-1], -1)

@@ -96,3 +96,21 @@ def test_sampled_speculation_has_target_distribution(tmp_path: Path) -> None:
     assert p_value > 1e-3, f"chi2 p={p_value}: speculative sampling drifted from the target"
     tv = 0.5 * (counts / n - exact).abs().sum().item()
     assert tv < 0.06
+
+
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_bf16_draft_head_keeps_greedy_identical(tmp_path: Path, monkeypatch, native_bf16: bool) -> None:
+    """fp32 on CPU: with native bf16 the drafter's proposals come from a bf16 copy of the LM
+    head; the target still verifies in fp32, so output equals plain greedy either way."""
+    monkeypatch.setattr("turnspec.engine.local.runner.cpu_has_native_bf16", lambda: native_bf16)
+    vocab, seed = 15, 1
+    target = make_target(tmp_path, vocab, seed)
+    g = torch.Generator().manual_seed(seed)
+    prompts = [torch.randint(2, vocab, (int(n),), generator=g).tolist() for n in (4, 11, 7)]
+    sampling = SamplingParams(max_tokens=24, ignore_eos=True)
+    plain, _ = run(engine(target, vocab, dtype="float32"), prompts, sampling)
+    spec_core = engine(target, vocab, make_drafter(target, 6, seed), dtype="float32")
+    assert (spec_core.runner.draft_head is not None) == native_bf16
+    got, finals = run(spec_core, prompts, sampling)
+    assert got == plain
+    assert any(f.spec and f.spec.accepted_tokens > 0 for f in finals)

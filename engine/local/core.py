@@ -21,6 +21,7 @@ from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sampling import sample_rows
 from turnspec.engine.local.scheduler import Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
+from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import spec_decode
 from turnspec.engine.model.cpu_linear import pack_linears
 from turnspec.engine.model.weights import load_model
@@ -81,6 +82,7 @@ class EngineCore:
                                  f"block size {trained}; serve at most that (DFlash paper, Table 8)")
             default = min(CPU_SPEC_BLOCK, trained) if device.type == "cpu" else trained
             self.spec_block = cfg.spec_block_size or default
+        self.policy = SpecPolicy(mode=cfg.spec_policy)
         self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size
@@ -151,10 +153,15 @@ class EngineCore:
         seqs = batch.seqs
         if batch.kind == "prefill":
             new_tokens, advance = self._prefill(seqs)
-        elif self.drafter is not None and any(s.spec_block > 1 for s in seqs):
+        elif self.drafter is not None and any(self.policy.speculates(s) for s in seqs):
+            t_step = time.perf_counter()
             new_tokens, advance = spec_decode(self, seqs)
+            self.policy.record_step(True, time.perf_counter() - t_step)
         else:
+            t_step = time.perf_counter()
             new_tokens, advance = self._decode(seqs)
+            if self.drafter is not None:
+                self.policy.record_step(False, time.perf_counter() - t_step)
         overhead = (time.perf_counter() - t0) - (self.runner.forward_seconds - fwd0)
         for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
             seq.timing.host_overhead_ms += overhead * 1000.0
@@ -181,6 +188,8 @@ class EngineCore:
         if out.taps is not None:
             self.runner.store_context([(s, r, s.num_computed, 1) for r, s in enumerate(seqs)], out.taps)
         tokens = self.sample(seqs, logits)
+        for s in seqs:
+            self.policy.after_plain_step(s)
         return [[t] for t in tokens], [1] * len(seqs)
 
     def sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[int]:

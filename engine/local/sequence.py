@@ -37,6 +37,9 @@ class Sequence:
     status: Status = Status.WAITING
     generator: torch.Generator | None = None
     spec_block: int = 0  # speculative block size for this request (0/1 = plain decode)
+    spec_ema: float | None = None  # tokens per spec step, EMA (spec_policy.py)
+    spec_pause: int = 0            # plain steps left before the next speculative probe
+    spec_backoff: int = 0          # length of the last pause (doubles while unprofitable)
     finish_reason: str | None = None
     timing: Timing = field(default_factory=Timing)
     spec: SpecStats = field(default_factory=SpecStats)

@@ -11,6 +11,7 @@ Lossless: every committed y_k was chosen by the target from the exact prefix it 
 seen decoding one token at a time, so greedy output is identical and sampled output has the
 target's distribution (the drafter is deterministic; see reference/dflash.md §1).
 Per-request block sizes: drafts past a row's block are replaced by -1, which never matches.
+Rows the policy has paused (spec_policy.py) ride along with block 1: a plain step for them.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ if TYPE_CHECKING:
 
 
 def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
-    runner = core.runner
-    block = max(s.spec_block for s in seqs)
+    runner, policy = core.runner, core.policy
+    spec_rows = [policy.speculates(s) for s in seqs]  # paused rows verify their anchor only
+    blocks = [s.spec_block if on else 1 for s, on in zip(seqs, spec_rows, strict=True)]
+    block = max(blocks)
 
     # draft: [b, B-1] greedy proposals; rows with a smaller block get -1 past their limit
     drafts = runner.draft(seqs, block)
-    limit = torch.tensor([max(s.spec_block, 1) - 1 for s in seqs], device=drafts.device)
+    limit = torch.tensor([max(b, 1) - 1 for b in blocks], device=drafts.device)
     usable = torch.arange(block - 1, device=drafts.device).unsqueeze(0) < limit.unsqueeze(1)
     drafts = torch.where(usable, drafts, torch.full_like(drafts, -1))
     drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
@@ -60,9 +63,13 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
         new_tokens.append(row[1:a + 2])
         advance.append(a + 1)
         ctx_items.append((seq, r, seq.num_computed, a + 1))
+        if not spec_rows[r]:
+            policy.after_plain_step(seq)
+            continue
         seq.spec.verify_steps += 1
         seq.spec.accepted_tokens += a
         seq.spec.committed_tokens += a + 1
+        policy.after_spec_step(seq, a + 1)
     if out.taps is not None:
         runner.store_context(ctx_items, out.taps)
     return new_tokens, advance

@@ -16,6 +16,7 @@ from datetime import date
 
 import torch
 
+from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.server.cli.common import add_engine_args, engine_config_from_args
 from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
 
@@ -29,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "held-out samples committed beside the default drafter)")
     p.add_argument("--n", type=int, default=8, help="prompts per source (tools, generic)")
     p.add_argument("--blocks", default="4,8,16", help="block sizes to try, comma-separated")
+    p.add_argument("--policies", default="adaptive,always",
+                   help="speculation policies to try per block (engine/local/spec_policy.py)")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
     p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")
@@ -64,7 +67,8 @@ def _run_core(core, prompts: list[list[int]], max_new: int, block: int | None) -
             committed += final.spec.committed_tokens
     n = sum(len(t) - 1 for t in tokens)
     return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n,
-            "tau": committed / steps if steps else None}
+            "tau": committed / steps if steps else None,
+            "spec_share": committed / n if n else None}  # tokens that came from spec steps
 
 
 def _run_hf(hf, prompts: list[list[int]], max_new: int, eos: int, lookup: int | None) -> dict:
@@ -95,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
     if cfg.speculator == "none":
         raise ValueError("bench spec needs a drafter: --speculator default|PATH")
     blocks = [int(b) for b in args.blocks.split(",")]
+    policies = args.policies.split(",")
+    for pol in policies:
+        SpecPolicy(mode=pol)  # validates
     heldout = [s for s in read_samples(args.data) if s.split == "heldout"]
     by_source: dict[str, list[list[int]]] = {}
     for s in heldout:
@@ -119,11 +126,14 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for source, prompts in sorted(by_source.items()):
         base = _run_core(plain_core, prompts, args.max_new_tokens, None)
-        row = {"source": source, "prompts": len(prompts), "turnspec_plain_tok_s": base["tok_s"], "blocks": {}}
-        for b in blocks:
-            r = _run_core(spec_core, prompts, args.max_new_tokens, b)
-            row["blocks"][b] = {"tok_s": r["tok_s"], "tau": r["tau"], "speedup": r["tok_s"] / base["tok_s"],
-                                "identical": r["tokens"] == base["tokens"]}
+        row = {"source": source, "prompts": len(prompts), "turnspec_plain_tok_s": base["tok_s"], "spec": []}
+        for pol in policies:
+            for b in blocks:
+                spec_core.policy = SpecPolicy(mode=pol)  # fresh step-time measurements per config
+                r = _run_core(spec_core, prompts, args.max_new_tokens, b)
+                row["spec"].append({"policy": pol, "block": b, "tok_s": r["tok_s"], "tau": r["tau"],
+                                    "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
+                                    "identical": r["tokens"] == base["tokens"]})
         if hf is not None:
             plain = _run_hf(hf, prompts, args.max_new_tokens, eos, None)
             look = _run_hf(hf, prompts, args.max_new_tokens, eos, args.lookup_tokens)
@@ -134,8 +144,8 @@ def run(args: argparse.Namespace) -> int:
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
-        best = max(row["blocks"], key=lambda b: row["blocks"][b]["tok_s"])
-        row["best_block"] = best
+        best = max(row["spec"], key=lambda x: x["tok_s"])
+        row["best"] = {"policy": best["policy"], "block": best["block"]}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)
@@ -146,16 +156,21 @@ def run(args: argparse.Namespace) -> int:
 def print_table(r: dict) -> None:
     print(f"\n{' turnspec bench spec ':=^78}")
     print(f"device {r['device']} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
-    hdr = f"{'source':<9}{'config':<22}{'tok/s':>9}{'tau':>7}{'vs plain':>10}{'identical':>11}"
+    hdr = (f"{'source':<9}{'config':<27}{'tok/s':>9}{'tau':>7}{'spec tok':>9}{'vs plain':>10}"
+           f"{'identical':>11}")
     print(hdr)
     print("-" * len(hdr))
     for row in r["rows"]:
         base = row["turnspec_plain_tok_s"]
-        print(f"{row['source']:<9}{'turnspec, no spec':<22}{base:>9.2f}{'':>7}{1.0:>9.2f}x")
-        for b, x in row["blocks"].items():
-            print(f"{'':<9}{f'turnspec DFlash B={b}':<22}{x['tok_s']:>9.2f}{x['tau']:>7.2f}{x['speedup']:>9.2f}x{str(x['identical']):>11}")
+        print(f"{row['source']:<9}{'turnspec, no spec':<27}{base:>9.2f}{'':>16}{1.0:>9.2f}x")
+        for x in row["spec"]:
+            tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
+            share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
+            name = f"DFlash {x['policy']} B={x['block']}"
+            print(f"{'':<9}{name:<27}{x['tok_s']:>9.2f}{tau:>7}{share:>9}{x['speedup']:>9.2f}x"
+                  f"{str(x['identical']):>11}")
         if "transformers_tok_s" in row:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
-                print(f"{'':<9}{name:<22}{row[key]:>9.2f}{'':>7}{row[key] / base:>9.2f}x")
-        print(f"{'':<9}best block: {row['best_block']}")
+                print(f"{'':<9}{name:<27}{row[key]:>9.2f}{'':>16}{row[key] / base:>9.2f}x")
+        print(f"{'':<9}best: {row['best']['policy']} B={row['best']['block']}")
     print("=" * 78)

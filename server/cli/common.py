@@ -17,6 +17,10 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="none | default | PATH to a DFlash drafter folder (default: %(default)s)")
     g.add_argument("--spec-block-size", type=int, default=None,
                    help="speculative block size (default: the drafter's)")
+    g.add_argument("--spec-policy", choices=("adaptive", "always"), default="adaptive",
+                   help="adaptive: a request decodes plainly while its tokens per spec step stay "
+                        "below the measured price of a spec step; always: every step speculates "
+                        "(default: %(default)s)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
@@ -36,5 +40,6 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
     return LocalEngineConfig(
         model_dir=resolve_model_dir(args.model), device=args.device, dtype=args.dtype,
         speculator=args.speculator, spec_block_size=args.spec_block_size,
+        spec_policy=args.spec_policy,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, threads=args.threads)

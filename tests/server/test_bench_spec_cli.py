@@ -1,0 +1,34 @@
+"""`turnspec bench spec` end to end on the real model and the committed drafter (tiny budget):
+every policy x block row is there, outputs are identical to plain greedy, the JSON is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from turnspec.server.cli.main import main
+
+
+def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "spec.json"
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
+               "--blocks", "4,8", "--policies", "adaptive,always", "--no-transformers",
+               "--json", str(out)])
+    assert rc == 0
+    record = json.loads(out.read_text())
+    assert {r["source"] for r in record["rows"]} == {"tools", "generic"}
+    for row in record["rows"]:
+        assert [(x["policy"], x["block"]) for x in row["spec"]] == \
+            [("adaptive", 4), ("adaptive", 8), ("always", 4), ("always", 8)]
+        assert all(x["identical"] for x in row["spec"]), row
+        always = [x for x in row["spec"] if x["policy"] == "always"]
+        assert all(x["tau"] >= 1.0 and x["spec_share"] > 0.9 for x in always), always
+        assert row["best"]["block"] in (4, 8)
+    assert "DFlash adaptive B=4" in capsys.readouterr().out
+
+
+def test_bench_spec_rejects_an_unknown_policy(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--policies", "sometimes",
+               "--no-transformers", "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "expected one of" in capsys.readouterr().err

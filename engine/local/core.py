@@ -23,7 +23,7 @@ from turnspec.engine.local.scheduler import Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import spec_decode
-from turnspec.engine.model.cpu_linear import pack_linears
+from turnspec.engine.model.cpu_linear import cpu_has_native_bf16, pack_linears
 from turnspec.engine.model.weights import load_model
 from turnspec.engine.protocol import (
     ContextLengthError,
@@ -33,9 +33,9 @@ from turnspec.engine.protocol import (
     GenerateRequest,
 )
 
-# Best block on the 2-core dev CPU with the default drafter (docs/benchmarks.md, bench spec
-# 2026-11-29: B=6 1.18x vs B=16 0.90x on held-out tool turns): verify cost grows with B on CPU.
-CPU_SPEC_BLOCK = 6
+# Best block on the 2-core dev CPU with the default 4-layer drafter (docs/benchmarks.md, bench
+# spec 2026-11-29, 16 held-out tool turns: B=8 ahead of 6 and 16): verify cost grows with B on CPU.
+CPU_SPEC_BLOCK = 8
 
 
 def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
@@ -67,12 +67,16 @@ class EngineCore:
         if device.type == "cpu" and dtype == torch.float32:
             pack_linears(self.model)  # ~2x faster fp32 GEMV on CPU (engine/model/cpu_linear.py)
         mc = self.model.cfg
-        self.drafter = drafter.to(device=device, dtype=dtype).eval() if drafter is not None else None
+        # Drafts are proposals the target verifies, so the drafter may run in a cheaper dtype:
+        # bf16 on a CPU with bf16 dot products (engine/model/cpu_linear.py), else the target's.
+        ddtype = torch.bfloat16 if device.type == "cpu" and dtype == torch.float32 \
+            and cpu_has_native_bf16() else dtype
+        self.drafter = drafter.to(device=device, dtype=ddtype).eval() if drafter is not None else None
         if self.drafter is None and cfg.speculator != "none":
             from turnspec.speculator import load_drafter
 
-            self.drafter = load_drafter(cfg.speculator, device=device, dtype=dtype)
-        if self.drafter is not None and device.type == "cpu" and dtype == torch.float32:
+            self.drafter = load_drafter(cfg.speculator, device=device, dtype=ddtype)
+        if self.drafter is not None and device.type == "cpu" and ddtype == torch.float32:
             pack_linears(self.drafter)
         self.spec_block = 0
         if self.drafter is not None:

@@ -15,7 +15,7 @@ import torch
 
 from turnspec.engine.local.sequence import Sequence
 from turnspec.engine.model.attention import AttentionBatch
-from turnspec.engine.model.cpu_linear import Bf16DraftHead, cpu_has_native_bf16
+from turnspec.engine.model.cpu_linear import Bf16DraftHead
 from turnspec.engine.model.rope import RotaryTable
 from turnspec.engine.model.transformer import Transformer
 
@@ -43,14 +43,15 @@ class ModelRunner:
             dc = drafter.config
             self.tap_layers = tuple(dc.target_layer_ids)
             dshape = (dc.num_layers, num_blocks, block_size, dc.num_kv_heads, dc.head_dim)
-            self.dk_pools = torch.zeros(dshape, device=device, dtype=dtype)
-            self.dv_pools = torch.zeros(dshape, device=device, dtype=dtype)
+            self.draft_dtype = drafter.fc.weight.dtype  # bf16 on a CPU with native bf16 (core.py)
+            self.dk_pools = torch.zeros(dshape, device=device, dtype=self.draft_dtype)
+            self.dv_pools = torch.zeros(dshape, device=device, dtype=self.draft_dtype)
             self.mask_token_id = dc.mask_token_id
-        # Drafts are only proposals (verified against fp32 target logits), so on a CPU with
-        # native bf16 dot products their LM head runs in bf16: ~2.7x faster at M=15.
+        # A bf16 drafter beside an fp32 CPU target (core.py decides: CPUs with bf16 dot
+        # products) also takes its LM head in bf16; drafts are proposals, verified in fp32.
         self.draft_head = None
         if drafter is not None and device.type == "cpu" and dtype == torch.float32 \
-                and cpu_has_native_bf16():
+                and self.draft_dtype == torch.bfloat16:
             self.draft_head = Bf16DraftHead(model.lm_head.weight)
         self.forward_seconds = 0.0  # model time, for the host-overhead split
 
@@ -100,7 +101,7 @@ class ModelRunner:
             positions += list(range(start, start + count))
         dev = self.device
         sel = taps[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]  # [T, K*H]
-        ctx = self.drafter.project_context(sel.to(self.dtype))
+        ctx = self.drafter.project_context(sel.to(self.draft_dtype))
         kv = self.drafter.context_kv(ctx, torch.tensor(positions, device=dev))
         slot_t = torch.tensor(slots, device=dev)
         dc = self.drafter.config
@@ -131,7 +132,7 @@ class ModelRunner:
         dc = self.drafter.config
         ctx_k = [p.view(-1, dc.num_kv_heads, dc.head_dim)[gather] for p in self.dk_pools]
         ctx_v = [p.view(-1, dc.num_kv_heads, dc.head_dim)[gather] for p in self.dv_pools]
-        embeds = self.model.embed_tokens(ids.to(self.device))
+        embeds = self.model.embed_tokens(ids.to(self.device)).to(self.draft_dtype)
         hidden = self.drafter.forward_block(embeds, pos.to(self.device), ctx_k, ctx_v,
                                             starts.to(self.device))
         head = self.draft_head if self.draft_head is not None else self.model.logits

@@ -100,9 +100,9 @@ def test_sampled_speculation_has_target_distribution(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("native_bf16", [True, False])
 def test_bf16_draft_head_keeps_greedy_identical(tmp_path: Path, monkeypatch, native_bf16: bool) -> None:
-    """fp32 on CPU: with native bf16 the drafter's proposals come from a bf16 copy of the LM
-    head; the target still verifies in fp32, so output equals plain greedy either way."""
-    monkeypatch.setattr("turnspec.engine.local.runner.cpu_has_native_bf16", lambda: native_bf16)
+    """fp32 on CPU: with native bf16 the drafter runs in bf16 (its context rows and a bf16 copy
+    of the LM head too); the target still verifies in fp32, so output equals plain greedy."""
+    monkeypatch.setattr("turnspec.engine.local.core.cpu_has_native_bf16", lambda: native_bf16)
     vocab, seed = 15, 1
     target = make_target(tmp_path, vocab, seed)
     g = torch.Generator().manual_seed(seed)
@@ -111,6 +111,7 @@ def test_bf16_draft_head_keeps_greedy_identical(tmp_path: Path, monkeypatch, nat
     plain, _ = run(engine(target, vocab, dtype="float32"), prompts, sampling)
     spec_core = engine(target, vocab, make_drafter(target, 6, seed), dtype="float32")
     assert (spec_core.runner.draft_head is not None) == native_bf16
+    assert spec_core.runner.dk_pools.dtype == (torch.bfloat16 if native_bf16 else torch.float32)
     got, finals = run(spec_core, prompts, sampling)
     assert got == plain
     assert any(f.spec and f.spec.accepted_tokens > 0 for f in finals)

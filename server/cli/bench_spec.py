@@ -1,7 +1,9 @@
 """`turnspec bench spec`: DFlash speculation vs plain decoding vs transformers (plain and
 prompt-lookup assisted), same model, same held-out prompts, greedy, same run; table + JSON.
 tok/s is decode throughput at concurrency 1 (first token to last; prefill excluded, cold
-prefix cache for every prompt).
+prefix cache for every prompt). Configurations run interleaved prompt by prompt, so drift in
+the machine's speed hits them alike. DFlash runs once per policy (engine/local/spec_policy.py)
+and block size.
 
 Prompts are the held-out split of a `turnspec speculator datagen` folder (voice/tool turns and
 generic chat), so tau here is measured on scenarios the drafter never trained on.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass, field
 from datetime import date
 
 import torch
@@ -40,53 +43,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _run_core(core, prompts: list[list[int]], max_new: int, block: int | None) -> dict:
-    """Prompts one at a time from a cold prefix cache. tok/s counts decode only (first token
-    to last), so prefill — identical with or without speculation — does not dilute it."""
+@dataclass(slots=True)
+class _Acc:
+    """One configuration's totals over the prompts of a source."""
+
+    tokens: list[list[int]] = field(default_factory=list)
+    secs: float = 0.0
+    steps: int = 0
+    committed: int = 0
+
+    def add(self, tokens: list[int], secs: float, steps: int = 0, committed: int = 0) -> None:
+        self.tokens.append(tokens)
+        self.secs += secs
+        self.steps += steps
+        self.committed += committed
+
+    def result(self) -> dict:
+        n = sum(len(t) - 1 for t in self.tokens)
+        return {"tok_s": n / self.secs, "seconds": self.secs, "generated": n,
+                "tau": self.committed / self.steps if self.steps else None,
+                "spec_share": self.committed / n if self.steps and n else None}
+
+
+def _run_core(core, prompt: list[int], rid: str, max_new: int, block: int | None) -> tuple:
+    """One prompt from a cold prefix cache. Decode time only (first token to last), so
+    prefill — identical with or without speculation — does not dilute tok/s."""
     from turnspec.engine.bench_engine import clear_prefix_cache
     from turnspec.engine.protocol import GenerateRequest, SamplingParams
 
-    tokens, secs, steps, committed = [], 0.0, 0, 0
-    for i, p in enumerate(prompts):
-        clear_prefix_cache(core)
-        core.add(GenerateRequest(f"s{i}-{block}", p, SamplingParams(max_tokens=max_new), spec_block_size=block))
-        out, final, t_first = [], None, None
-        while core.has_work():
-            for d in core.step():
-                if d.token_ids and t_first is None:
-                    t_first = time.perf_counter()
-                    out.extend(d.token_ids[1:])  # the first token's time is prefill
-                    first = d.token_ids[:1]
-                else:
-                    out.extend(d.token_ids)
-                final = d if d.finished else final
-        secs += time.perf_counter() - t_first
-        tokens.append(first + out)
-        if final is not None and final.spec is not None:
-            steps += final.spec.verify_steps
-            committed += final.spec.committed_tokens
-    n = sum(len(t) - 1 for t in tokens)
-    return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n,
-            "tau": committed / steps if steps else None,
-            "spec_share": committed / n if n else None}  # tokens that came from spec steps
+    clear_prefix_cache(core)
+    core.add(GenerateRequest(rid, prompt, SamplingParams(max_tokens=max_new), spec_block_size=block))
+    out, final, t_first, first = [], None, None, []
+    while core.has_work():
+        for d in core.step():
+            if d.token_ids and t_first is None:
+                t_first = time.perf_counter()
+                out.extend(d.token_ids[1:])  # the first token's time is prefill
+                first = d.token_ids[:1]
+            else:
+                out.extend(d.token_ids)
+            final = d if d.finished else final
+    secs = time.perf_counter() - t_first
+    spec = final.spec if final is not None else None
+    return first + out, secs, spec.verify_steps if spec else 0, spec.committed_tokens if spec else 0
 
 
-def _run_hf(hf, prompts: list[list[int]], max_new: int, eos: int, lookup: int | None) -> dict:
+def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
     """Same accounting as _run_core: decode time = generate time minus a 1-token generate
     (the prefill and first token) on the same prompt."""
-    tokens, secs = [], 0.0
-    for p in prompts:
-        kw = {"prompt_lookup_num_tokens": lookup} if lookup else {}
-        x = torch.tensor([p], device=hf.device)
-        t0 = time.perf_counter()
-        hf.generate(x, max_new_tokens=1, do_sample=False, eos_token_id=eos, pad_token_id=eos)
-        t_first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        out = hf.generate(x, max_new_tokens=max_new, do_sample=False, eos_token_id=eos, pad_token_id=eos, **kw)
-        secs += time.perf_counter() - t0 - t_first
-        tokens.append(out[0, len(p):].tolist())
-    n = sum(len(t) - 1 for t in tokens)
-    return {"tokens": tokens, "tok_s": n / secs, "seconds": secs, "generated": n}
+    kw = {"prompt_lookup_num_tokens": lookup} if lookup else {}
+    x = torch.tensor([prompt], device=hf.device)
+    t0 = time.perf_counter()
+    hf.generate(x, max_new_tokens=1, do_sample=False, eos_token_id=eos, pad_token_id=eos)
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = hf.generate(x, max_new_tokens=max_new, do_sample=False, eos_token_id=eos, pad_token_id=eos, **kw)
+    return out[0, len(prompt):].tolist(), time.perf_counter() - t0 - t_first
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,27 +130,36 @@ def run(args: argparse.Namespace) -> int:
 
         hf = AutoModelForCausalLM.from_pretrained(cfg.model_dir, dtype=cfg.torch_dtype).to(cfg.device).eval()
     eos = spec_core.tokenizer.eos_token_id
-    warm = next(iter(by_source.values()))[:1]
-    _run_core(plain_core, warm, 4, None)
-    _run_core(spec_core, warm, 4, max(blocks))
+    warm = next(iter(by_source.values()))[0]
+    _run_core(plain_core, warm, "warm-plain", 4, None)
+    _run_core(spec_core, warm, "warm-spec", 4, max(blocks))
     if hf is not None:
         _run_hf(hf, warm, 4, eos, None)
+    configs = [(pol, b) for pol in policies for b in blocks]
     rows = []
     for source, prompts in sorted(by_source.items()):
-        base = _run_core(plain_core, prompts, args.max_new_tokens, None)
+        # interleaved per prompt (plain, every spec config, transformers, prompt-lookup), so a
+        # machine that slows down or speeds up mid-run shifts every configuration alike
+        acc = {name: _Acc() for name in ["plain", *configs, "hf", "lookup"]}
+        states = {c: SpecPolicy(mode=c[0]) for c in configs}  # step times persist per config
+        for i, p in enumerate(prompts):
+            acc["plain"].add(*_run_core(plain_core, p, f"{source}{i}-plain", args.max_new_tokens, None))
+            for c in configs:
+                spec_core.policy = states[c]
+                acc[c].add(*_run_core(spec_core, p, f"{source}{i}-{c[0]}{c[1]}", args.max_new_tokens, c[1]))
+            if hf is not None:
+                acc["hf"].add(*_run_hf(hf, p, args.max_new_tokens, eos, None))
+                acc["lookup"].add(*_run_hf(hf, p, args.max_new_tokens, eos, args.lookup_tokens))
+        base = acc["plain"].result()
         row = {"source": source, "prompts": len(prompts), "turnspec_plain_tok_s": base["tok_s"], "spec": []}
-        for pol in policies:
-            for b in blocks:
-                spec_core.policy = SpecPolicy(mode=pol)  # fresh step-time measurements per config
-                r = _run_core(spec_core, prompts, args.max_new_tokens, b)
-                row["spec"].append({"policy": pol, "block": b, "tok_s": r["tok_s"], "tau": r["tau"],
-                                    "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
-                                    "identical": r["tokens"] == base["tokens"]})
+        for c in configs:
+            r = acc[c].result()
+            row["spec"].append({"policy": c[0], "block": c[1], "tok_s": r["tok_s"], "tau": r["tau"],
+                                "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
+                                "identical": acc[c].tokens == acc["plain"].tokens})
         if hf is not None:
-            plain = _run_hf(hf, prompts, args.max_new_tokens, eos, None)
-            look = _run_hf(hf, prompts, args.max_new_tokens, eos, args.lookup_tokens)
-            row["transformers_tok_s"] = plain["tok_s"]
-            row["prompt_lookup_tok_s"] = look["tok_s"]
+            row["transformers_tok_s"] = acc["hf"].result()["tok_s"]
+            row["prompt_lookup_tok_s"] = acc["lookup"].result()["tok_s"]
         rows.append(row)
     record = {"bench": "spec", "date": date.today().isoformat(), "device": cfg.device,
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),

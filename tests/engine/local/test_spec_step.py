@@ -31,8 +31,10 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32) -> EngineCore:
+    # policy "always": these properties must hold on every speculative step, and a random
+    # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses)
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
-                            max_batch=max_batch)
+                            max_batch=max_batch, spec_policy="always")
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
+
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
           "float64": torch.float64}
@@ -22,7 +24,7 @@ class LocalEngineConfig:
     kv_memory_gb: float | None = None  # None: 1 GiB on CPU, 16 GiB on CUDA
     max_prefill_tokens: int = 4096
     speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
-    spec_block_size: int | None = None  # None: the drafter's trained block (6 on CPU, see core.py)
+    spec_block_size: int | None = None  # None: the drafter's trained block (capped on CPU, see core.py)
     spec_policy: str = "adaptive"  # "adaptive": pause speculation where it does not pay | "always"
     threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
 
@@ -41,8 +43,8 @@ class LocalEngineConfig:
             raise ValueError(f"max_context: expected >= 2, got {self.max_context}")
         if self.kv_memory_gb is not None and self.kv_memory_gb <= 0:
             raise ValueError(f"kv_memory_gb: expected > 0, got {self.kv_memory_gb}")
-        if self.spec_policy not in ("adaptive", "always"):
-            raise ValueError(f"spec_policy: expected 'adaptive' or 'always', got {self.spec_policy!r}")
+        if self.spec_policy not in SPEC_POLICY_MODES:
+            raise ValueError(f"spec_policy: expected one of {SPEC_POLICY_MODES}, got {self.spec_policy!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):
             raise ValueError(f"spec_block_size: expected 1..64, got {self.spec_block_size}")
 

@@ -155,17 +155,17 @@ class EngineCore:
         if batch is None:
             return deltas
         seqs = batch.seqs
+        t_run = time.perf_counter()
+        speculative = batch.kind != "prefill" and self.drafter is not None \
+            and any(self.policy.speculates(s) for s in seqs)
         if batch.kind == "prefill":
             new_tokens, advance = self._prefill(seqs)
-        elif self.drafter is not None and any(self.policy.speculates(s) for s in seqs):
-            t_step = time.perf_counter()
+        elif speculative:
             new_tokens, advance = spec_decode(self, seqs)
-            self.policy.record_step(True, time.perf_counter() - t_step)
         else:
-            t_step = time.perf_counter()
             new_tokens, advance = self._decode(seqs)
-            if self.drafter is not None:
-                self.policy.record_step(False, time.perf_counter() - t_step)
+        if batch.kind != "prefill" and self.drafter is not None:  # the policy's price of a spec step
+            self.policy.record_step(speculative, time.perf_counter() - t_run)
         overhead = (time.perf_counter() - t0) - (self.runner.forward_seconds - fwd0)
         for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
             seq.timing.host_overhead_ms += overhead * 1000.0

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from turnspec.engine.local.config import SPEC_POLICY_MODES as MODES
 from turnspec.engine.local.sequence import Sequence
-
-MODES = ("adaptive", "always")
 
 
 @dataclass(slots=True)

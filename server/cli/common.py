@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from turnspec.engine.local import LocalEngineConfig
+from turnspec.engine.local.config import SPEC_POLICY_MODES
 
 
 def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none") -> None:
@@ -17,7 +18,7 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="none | default | PATH to a DFlash drafter folder (default: %(default)s)")
     g.add_argument("--spec-block-size", type=int, default=None,
                    help="speculative block size (default: the drafter's)")
-    g.add_argument("--spec-policy", choices=("adaptive", "always"), default="adaptive",
+    g.add_argument("--spec-policy", choices=SPEC_POLICY_MODES, default="adaptive",
                    help="adaptive: a request decodes plainly while its tokens per spec step stay "
                         "below the measured price of a spec step; always: every step speculates "
                         "(default: %(default)s)")

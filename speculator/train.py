@@ -165,7 +165,7 @@ class _Run:
         bar = tqdm(total=st["total"], initial=st["step"], disable=not cfg.progress,
                    desc="train", dynamic_ncols=True)
         t0, step0 = time.perf_counter() - st["elapsed_s"], st["step"]
-        window = [time.perf_counter(), 0]                         # start time, tokens
+        window = [time.perf_counter(), 0, st["step"]]             # start time, tokens, step
         self.drafter.train()
         while st["step"] < st["total"]:
             self.host_gen.set_state(st["epoch_gen"])
@@ -215,13 +215,13 @@ class _Run:
     def _log_point(self, m: dict, lr: float, window: list, steps_this_run: int) -> None:
         """Log metrics and throughput; with a time budget, fit the step total to it."""
         st, now = self.state, time.perf_counter()
-        dt = now - window[0]
+        dt, steps = now - window[0], max(1, st["step"] - window[2])
         m.update(step=st["step"], lr=round(lr, 7), elapsed_s=round(st["elapsed_s"], 1),
-                 tokens_per_s=round(window[1] / dt), steps_per_s=round(self.cfg.log_every / dt, 2))
-        window[0], window[1] = now, 0
+                 tokens_per_s=round(window[1] / dt), steps_per_s=round(steps / dt, 2))
+        window[:] = [now, 0, st["step"]]
         budget = self.cfg.time_budget_s
         if budget and steps_this_run >= 10:
-            per_step = dt / max(1, min(self.cfg.log_every, steps_this_run))
+            per_step = dt / steps
             st["total"] = fit_total(st["step"], st["elapsed_s"], budget, per_step, self.planned)
         self.log.metrics(m)
         st["history"].append(m)

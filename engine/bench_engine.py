@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from turnspec.engine.local.core import EngineCore
-from turnspec.engine.protocol import GenerateRequest, SamplingParams
+from turnspec.engine.protocol import Delta, GenerateRequest, SamplingParams, SpecStats
 
 VOICE_PROMPTS = [
     "Hi, um, I'd like to book a table for four tonight around seven thirty.",
@@ -65,9 +65,11 @@ class RunResult:
     ttft_ms: list[float] = field(default_factory=list)
     cached_tokens: list[int] = field(default_factory=list)  # engine-reported prefix-cache hits
     prefill_tokens: list[int] = field(default_factory=list)  # engine-reported tokens prefilled
+    spec: list[SpecStats | None] = field(default_factory=list)  # speculation stats, if any
 
 
-def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurrent: bool) -> RunResult:
+def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurrent: bool,
+             spec_block_size: int | None = None) -> RunResult:
     """Generate on the core; per request: tokens, wall seconds from add to finish, TTFT."""
     res = RunResult()
     groups = [prompts] if concurrent else [[p] for p in prompts]
@@ -76,12 +78,13 @@ def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurren
         ids = {}
         for i, p in enumerate(group):
             rid = f"b{time.perf_counter_ns()}-{i}"
-            core.add(GenerateRequest(rid, p, SamplingParams(max_tokens=max_new)))
+            core.add(GenerateRequest(rid, p, SamplingParams(max_tokens=max_new),
+                                     spec_block_size=spec_block_size))
             ids[rid] = i
         toks: dict[str, list[int]] = {r: [] for r in ids}
         first: dict[str, float] = {}
         done: dict[str, float] = {}
-        timing = {}
+        finals: dict[str, Delta] = {}
         while core.has_work():
             for d in core.step():
                 now = time.perf_counter()
@@ -90,13 +93,14 @@ def run_core(core: EngineCore, prompts: list[list[int]], max_new: int, concurren
                 toks[d.request_id].extend(d.token_ids)
                 if d.finished:
                     done[d.request_id] = now
-                    timing[d.request_id] = d.timing
+                    finals[d.request_id] = d
         for r in ids:
             res.tokens.append(toks[r])
             res.seconds.append(done[r] - t_add)
             res.ttft_ms.append((first[r] - t_add) * 1000.0)
-            res.cached_tokens.append(timing[r].cached_tokens)
-            res.prefill_tokens.append(timing[r].prefill_tokens)
+            res.cached_tokens.append(finals[r].timing.cached_tokens)
+            res.prefill_tokens.append(finals[r].timing.prefill_tokens)
+            res.spec.append(finals[r].spec)
     return res
 
 

@@ -65,27 +65,16 @@ class _Acc:
                 "spec_share": self.committed / n if self.steps and n else None}
 
 
-def _run_core(core, prompt: list[int], rid: str, max_new: int, block: int | None) -> tuple:
+def _run_core(core, prompt: list[int], max_new: int, block: int | None) -> tuple:
     """One prompt from a cold prefix cache. Decode time only (first token to last), so
     prefill — identical with or without speculation — does not dilute tok/s."""
-    from turnspec.engine.bench_engine import clear_prefix_cache
-    from turnspec.engine.protocol import GenerateRequest, SamplingParams
+    from turnspec.engine import bench_engine as B
 
-    clear_prefix_cache(core)
-    core.add(GenerateRequest(rid, prompt, SamplingParams(max_tokens=max_new), spec_block_size=block))
-    out, final, t_first, first = [], None, None, []
-    while core.has_work():
-        for d in core.step():
-            if d.token_ids and t_first is None:
-                t_first = time.perf_counter()
-                out.extend(d.token_ids[1:])  # the first token's time is prefill
-                first = d.token_ids[:1]
-            else:
-                out.extend(d.token_ids)
-            final = d if d.finished else final
-    secs = time.perf_counter() - t_first
-    spec = final.spec if final is not None else None
-    return first + out, secs, spec.verify_steps if spec else 0, spec.committed_tokens if spec else 0
+    B.clear_prefix_cache(core)
+    r = B.run_core(core, [prompt], max_new, concurrent=False, spec_block_size=block)
+    spec = r.spec[0]
+    return (r.tokens[0], r.seconds[0] - r.ttft_ms[0] / 1000.0,
+            spec.verify_steps if spec else 0, spec.committed_tokens if spec else 0)
 
 
 def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
@@ -131,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
         hf = AutoModelForCausalLM.from_pretrained(cfg.model_dir, dtype=cfg.torch_dtype).to(cfg.device).eval()
     eos = spec_core.tokenizer.eos_token_id
     warm = next(iter(by_source.values()))[0]
-    _run_core(plain_core, warm, "warm-plain", 4, None)
-    _run_core(spec_core, warm, "warm-spec", 4, max(blocks))
+    _run_core(plain_core, warm, 4, None)
+    _run_core(spec_core, warm, 4, max(blocks))
     if hf is not None:
         _run_hf(hf, warm, 4, eos, None)
     configs = [(pol, b) for pol in policies for b in blocks]
@@ -142,11 +131,11 @@ def run(args: argparse.Namespace) -> int:
         # machine that slows down or speeds up mid-run shifts every configuration alike
         acc = {name: _Acc() for name in ["plain", *configs, "hf", "lookup"]}
         states = {c: SpecPolicy(mode=c[0]) for c in configs}  # step times persist per config
-        for i, p in enumerate(prompts):
-            acc["plain"].add(*_run_core(plain_core, p, f"{source}{i}-plain", args.max_new_tokens, None))
+        for p in prompts:
+            acc["plain"].add(*_run_core(plain_core, p, args.max_new_tokens, None))
             for c in configs:
                 spec_core.policy = states[c]
-                acc[c].add(*_run_core(spec_core, p, f"{source}{i}-{c[0]}{c[1]}", args.max_new_tokens, c[1]))
+                acc[c].add(*_run_core(spec_core, p, args.max_new_tokens, c[1]))
             if hf is not None:
                 acc["hf"].add(*_run_hf(hf, p, args.max_new_tokens, eos, None))
                 acc["lookup"].add(*_run_hf(hf, p, args.max_new_tokens, eos, args.lookup_tokens))

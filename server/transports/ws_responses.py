@@ -28,7 +28,6 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session, TurnRequest, new_id
 from turnspec.server.transports.responses_events import ResponseEmitter
 from turnspec.server.wire import (
-    TRACE_KEYS,
     dumps,
     opt_bool,
     opt_int,
@@ -53,12 +52,12 @@ class ResponsesSocket:
         self._task: asyncio.Task[None] | None = None
         self._emitter: ResponseEmitter | None = None
         self._cancel_early = False  # response.cancel arrived while the turn was starting
-        self._trace_headers: dict[str, str] = {}
+        self._trace_headers: dict[str, str] | None = None
 
     async def run(self, request: web.Request) -> web.WebSocketResponse:
         # Trace context: the upgrade's headers for the connection; a response.create's
         # metadata.traceparent (per turn) takes precedence.
-        self._trace_headers = {k: request.headers[k] for k in TRACE_KEYS if k in request.headers}
+        self._trace_headers = trace_from(request.headers)
         await self.ws.prepare(request)
         try:
             async for msg in self.ws:

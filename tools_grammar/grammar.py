@@ -158,8 +158,8 @@ class GrammarCompiler:
         threads = max_threads or min(8, os.cpu_count() or 1)
         # Our own LRU (keyed by a short hash) replaces xgrammar's unbounded string-keyed cache.
         self._compiler = xgr.GrammarCompiler(self._info, max_threads=threads, cache_enabled=False)
-        self._cache: OrderedDict[tuple, xgr.CompiledGrammar] = OrderedDict()
-        self._specs: dict[tuple, str] = {}  # same keys: the structural-tag JSON of each entry
+        # key -> (compiled grammar, the structural-tag JSON it was compiled from)
+        self._cache: OrderedDict[tuple, tuple[xgr.CompiledGrammar, str]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.hits = 0
@@ -171,9 +171,14 @@ class GrammarCompiler:
     ) -> xgr.CompiledGrammar | None:
         """The compiled grammar for this request shape, from cache when possible; None when the
         output is unconstrained (no tools, or tool_choice none)."""
+        entry = self._entry(tools, choice, fmt, parallel_tool_calls)
+        return None if entry is None else entry[0]
+
+    def _entry(self, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat,
+               parallel_tool_calls: bool) -> tuple[xgr.CompiledGrammar, str] | None:
         if choice.mode == "none" or not tools:
             return None
-        key = self._key(tools, choice, fmt, parallel_tool_calls)
+        key = (tools_hash(tools), choice.mode, choice.name, fmt.name, parallel_tool_calls)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
@@ -188,22 +193,15 @@ class GrammarCompiler:
         with self._lock:
             self.misses += 1
             self.last_compile_s = elapsed
-            self._cache[key] = compiled
-            self._specs[key] = spec
+            self._cache[key] = (compiled, spec)
             while len(self._cache) > self._cache_size:
-                old, _ = self._cache.popitem(last=False)
-                self._specs.pop(old, None)
-        return compiled
-
-    @staticmethod
-    def _key(tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, parallel: bool) -> tuple:
-        return (tools_hash(tools), choice.mode, choice.name, fmt.name, parallel)
+                self._cache.popitem(last=False)
+        return compiled, spec
 
     def clear_cache(self) -> None:
         """Forget compiled grammars (and the per-schema EBNF memo), e.g. to time cold compiles."""
         with self._lock:
             self._cache.clear()
-            self._specs.clear()
         clear_schema_cache()
 
     def matcher(
@@ -213,11 +211,10 @@ class GrammarCompiler:
 
         parallel_tool_calls=False (the default) allows one call per turn: a small model under a
         grammar may otherwise chain calls until max_tokens cuts one in half."""
-        compiled = self.compile(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls)
-        if compiled is None:
+        entry = self._entry(tools, choice, fmt, parallel_tool_calls)
+        if entry is None:
             return None
-        with self._lock:
-            spec = self._specs.get(self._key(tools, choice, fmt, parallel_tool_calls))
+        compiled, spec = entry
         return ToolGrammarMatcher(compiled, self.vocab_size, self.stop_token_ids, spec)
 
 

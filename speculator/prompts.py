@@ -10,6 +10,7 @@ module needs no engine.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable
 
 from turnspec.speculator.datagen import PromptItem
@@ -26,19 +27,27 @@ RenderFn = Callable[[list[dict], list[ToolSpec] | None], list[int]]
 def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        heldout_conversations: int, generic: int | None = None,
                        generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
-                       seed: int = 0) -> tuple[list[PromptItem], int]:
+                       seed: int = 0, shard: int = 0,
+                       num_shards: int = 1) -> tuple[list[PromptItem], int]:
     """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
 
     tool_conversations / heldout_conversations: conversations drawn from the train / held-out
     scenarios (each gives ~4-5 prompts); generic: how many generic prompts (None: all).
+    shard / num_shards: keep every num_shards-th prompt starting at shard (rendering only
+    those), so N datagen processes on one GPU split the work without overlap.
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
         raise ValueError(f"generic_heldout_frac: expected [0, 1), got {generic_heldout_frac}")
+    if num_shards < 1 or not 0 <= shard < num_shards:
+        raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
     items: list[PromptItem] = []
     skipped = 0
+    counter = itertools.count()
     tool_sets: dict[str, list[ToolSpec]] = {}
     for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
         for turn in turns_for_prompting(generate_conversations(n, seed=seed, split=split)):
+            if next(counter) % num_shards != shard:
+                continue
             key = repr(turn.tools)
             tools = tool_sets.get(key)
             if tools is None:
@@ -50,6 +59,8 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             items.append(PromptItem(f"{turn.conversation_id}:{turn.turn}", split, "tools",
                                     tuple(ids)))
     for conv in generic_prompts(generic):
+        if next(counter) % num_shards != shard:
+            continue
         ids = render(conv.messages, None)
         if len(ids) > max_prompt_tokens:
             skipped += 1

@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--time-budget", type=float, default=None,
                    help="seconds; no new batch starts after it (rerun to resume)")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
+                   help="answer only every N-th prompt from the I-th (0-based), so N processes "
+                        "can share one GPU; concatenate their samples.jsonl (default: 0/1)")
     d.add_argument("--no-progress", action="store_true")
     from turnspec.server.cli.common import add_engine_args
 
@@ -106,6 +109,17 @@ def _add_model(p: argparse.ArgumentParser) -> None:
                    help="target HF folder (default: SmolLM2-135M-Instruct, prepared on first use)")
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """'I/N' -> (I, N) with 0 <= I < N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected I/N, e.g. 0/3") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected 0 <= I < N")
+    return i, n
+
+
 def run_datagen(args: argparse.Namespace) -> int:
     from turnspec.engine.local import LocalEngine
     from turnspec.engine.protocol import SamplingParams
@@ -121,11 +135,13 @@ def run_datagen(args: argparse.Namespace) -> int:
         engine.chat.render, tool_conversations=args.tool_conversations,
         heldout_conversations=args.heldout_conversations, generic=args.generic,
         generic_heldout_frac=args.generic_heldout_frac,
-        max_prompt_tokens=args.max_prompt_tokens, seed=args.seed)
+        max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
+        num_shards=args.shard[1])
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
-            "skipped_long_prompts": skipped, "seed": args.seed}
+            "skipped_long_prompts": skipped, "seed": args.seed,
+            "shard": f"{args.shard[0]}/{args.shard[1]}"}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
                              batch_size=args.batch_size, progress=not args.no_progress,
                              meta=meta, time_budget_s=args.time_budget, seed=args.seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
 import torch
 
 from tests.speculator.tiny import TINY_MASK
@@ -50,3 +51,23 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert _run("speculator", "export", "--out", str(tmp_path / "y"), "--checkpoint",
                 str(tmp_path / "x")) == 0                                # re-export to bf16
     assert read_drafter(tmp_path / "y").fc.weight.dtype == torch.bfloat16
+
+
+def test_datagen_shard(smollm2_dir, tmp_path, capsys):
+    """Two shards of one datagen answer disjoint halves of its prompts with the real target."""
+    common = ["--model", str(smollm2_dir), "--tool-conversations", "0",
+              "--heldout-conversations", "0", "--generic", "4", "--max-new-tokens", "3",
+              "--no-progress", "--device", "cpu", "--speculator", "none"]
+    ids = []
+    for i in range(2):
+        out = tmp_path / f"s{i}"
+        assert _run("speculator", "datagen", "--out", str(out), "--shard", f"{i}/2", *common) == 0
+        stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert stats["written"] == stats["prompts"] > 0
+        assert json.loads((out / "meta.json").read_text())["shard"] == f"{i}/2"
+        ids.append({json.loads(line)["id"] for line in (out / "samples.jsonl").open()})
+    assert ids[0] and ids[1] and not ids[0] & ids[1]
+    for bad in ("2/2", "x", "1/0"):
+        with pytest.raises(SystemExit):
+            _run("speculator", "datagen", "--out", str(tmp_path / "bad"), "--shard", bad, *common)
+    assert "--shard" in capsys.readouterr().err

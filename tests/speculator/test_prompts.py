@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from turnspec.engine.chat import ChatTemplate
 from turnspec.speculator.prompts import build_prompt_items
 
@@ -29,3 +31,16 @@ def test_tool_and_generic_prompts(smollm2_dir):
                                         heldout_conversations=0, generic=0,
                                         max_prompt_tokens=1000)
     assert skipped > 0 and all(len(it.prompt_ids) <= 1000 for it in short)
+
+
+def test_shards_partition_the_prompts(smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    kw = dict(tool_conversations=3, heldout_conversations=2, generic=10, max_prompt_tokens=4096)
+    whole, _ = build_prompt_items(chat.render, **kw)
+    shards = [build_prompt_items(chat.render, shard=i, num_shards=3, **kw)[0] for i in range(3)]
+    assert all(shards) and sum(len(s) for s in shards) == len(whole)
+    assert sorted(it.id for s in shards for it in s) == sorted(it.id for it in whole)
+    assert {it.id: it for it in whole} == {it.id: it for s in shards for it in s}
+    for bad in ((3, 3), (-1, 2), (0, 0)):
+        with pytest.raises(ValueError, match="shard"):
+            build_prompt_items(chat.render, shard=bad[0], num_shards=bad[1], **kw)

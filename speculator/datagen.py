@@ -52,16 +52,38 @@ def done_ids(out_dir: Path) -> set[str]:
     return {json.loads(line)["id"] for line in data[:keep].decode().splitlines() if line}
 
 
+def batch_plan(items: Sequence[PromptItem], batch_size: int,
+               seed: int = 0) -> list[list[PromptItem]]:
+    """Batches of similar length (less padding in the engine) within one (source, split), in a
+    seeded order stratified by group: every group's first batch runs before any group's
+    second, and after any prefix of the plan each group has run about the same fraction of
+    its batches. (A plain shuffle is not enough: a small group, e.g. ~200 generic prompts,
+    fits in one batch, and a budget-cut run can miss it entirely.)"""
+    if batch_size < 1:
+        raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
+    rng = random.Random(seed)
+    groups: dict[tuple[str, str], list[PromptItem]] = {}
+    for it in items:
+        groups.setdefault((it.source, it.split), []).append(it)
+    keyed: list[tuple[float, float, list[PromptItem]]] = []
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda it: len(it.prompt_ids))
+        batches = [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
+        rng.shuffle(batches)
+        keyed += [(k / len(batches), rng.random(), b) for k, b in enumerate(batches)]
+    keyed.sort(key=lambda t: t[:2])
+    return [b for _, _, b in keyed]
+
+
 def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str | Path, *,
                      batch_size: int = 64, progress: bool = True,
                      meta: dict | None = None, time_budget_s: float | None = None,
                      seed: int = 0) -> dict:
     """Answer every prompt not yet in out_dir/samples.jsonl; returns counts.
 
-    Prompts go to `answer` in batches of similar length (less padding in the engine), the
-    batches in a seeded random order, so a run stopped early (time_budget_s: no new batch
-    starts after it; or a kill) leaves an unbiased sample of every source and split. Each
-    record is prompt + completion with loss_mask 0 on the prompt and 1 on the completion (the
+    Prompts go to `answer` in the batches of `batch_plan`, so a run stopped early
+    (time_budget_s: no new batch starts after it; or a kill) still holds every source and
+    split in proportion. Each record is prompt + completion with loss_mask 0 on the prompt and 1 on the completion (the
     completion's final EOS included, as the engine returns it).
     """
     out = Path(out_dir)
@@ -70,9 +92,8 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str
     if len(set(ids)) != len(ids):
         raise ValueError("generate_dataset: prompt ids must be unique")
     done = done_ids(out)
-    todo = sorted((it for it in items if it.id not in done), key=lambda it: len(it.prompt_ids))
-    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
-    random.Random(seed).shuffle(batches)
+    todo = [it for it in items if it.id not in done]
+    batches = batch_plan(todo, batch_size, seed)
     if meta is not None:
         (out / "meta.json").write_text(json.dumps({**meta, "prompts": len(items)}, indent=2))
     bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="datagen",

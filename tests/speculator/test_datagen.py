@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from turnspec.speculator.data import PackedSplit, read_samples
-from turnspec.speculator.datagen import PromptItem, generate_dataset
+from turnspec.speculator.datagen import PromptItem, batch_plan, generate_dataset
 
 
 def _items(n: int) -> list[PromptItem]:
@@ -33,13 +33,13 @@ def test_records_masks_and_resume(tmp_path):
     path.write_text("".join(lines[:4]) + lines[4][:10])
     calls.clear()
     stats = generate_dataset(_items(9), _answer(calls), tmp_path, batch_size=8, progress=False)
-    assert stats["skipped_done"] == 4 and stats["written"] == 5 and calls == [5]
+    assert stats["skipped_done"] == 4 and stats["written"] == 5 and sum(calls) == 5
     assert sorted(s.id for s in read_samples(tmp_path)) == sorted(f"q{i}" for i in range(9))
 
 
 def test_answer_contract_is_checked(tmp_path):
     with pytest.raises(ValueError, match="one per prompt"):
-        generate_dataset(_items(2), lambda ps: [[1]], tmp_path, progress=False)
+        generate_dataset(_items(3)[1:], lambda ps: [[1]], tmp_path, progress=False)
     with pytest.raises(ValueError, match="unique"):
         generate_dataset(_items(2) * 2, _answer([]), tmp_path, progress=False)
     with pytest.raises(ValueError, match="split"):
@@ -66,6 +66,26 @@ def test_time_budget_stops_between_batches(tmp_path):
     calls: list[int] = []
     stats = generate_dataset(_items(9), _answer(calls), tmp_path, batch_size=2, progress=False,
                              time_budget_s=0.0)
-    assert stats["written"] == 2 and calls == [2]                      # the first batch only
+    assert len(calls) == 1 and stats["written"] == calls[0]            # the first batch only
     stats = generate_dataset(_items(9), _answer(calls), tmp_path, batch_size=2, progress=False)
-    assert stats["skipped_done"] == 2 and stats["written"] == 7
+    assert stats["skipped_done"] == calls[0] and stats["written"] == 9 - calls[0]
+
+
+def test_batch_plan_is_stratified_by_source_and_split():
+    items = [PromptItem(f"t{i}", "train", "tools", (1,) * (1 + i % 7)) for i in range(400)]
+    items += [PromptItem(f"h{i}", "heldout", "tools", (1,) * (1 + i % 5)) for i in range(40)]
+    items += [PromptItem(f"g{i}", "train", "generic", (2,)) for i in range(6)]
+    plan = batch_plan(items, 8, seed=3)
+    assert sorted(it.id for b in plan for it in b) == sorted(it.id for it in items)
+    group = [(b[0].source, b[0].split) for b in plan]
+    assert all(len({(it.source, it.split) for it in b}) == 1 for b in plan)
+    assert set(group[:3]) == {("tools", "train"), ("tools", "heldout"), ("generic", "train")}
+    for cut in range(3, len(plan), 5):                        # any prefix: shares in proportion
+        done = group[:cut].count(("tools", "heldout")) / 5
+        assert abs(done - group[:cut].count(("tools", "train")) / 50) <= 0.2 + 1e-9
+    assert [len(it.prompt_ids) for it in plan[group.index(("tools", "train"))]] == [
+        len(it.prompt_ids) for it in sorted(plan[group.index(("tools", "train"))],
+                                            key=lambda it: len(it.prompt_ids))]
+    assert plan == batch_plan(items, 8, seed=3) and plan != batch_plan(items, 8, seed=4)
+    with pytest.raises(ValueError, match="batch_size"):
+        batch_plan(items, 0)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from datetime import date
 
 import torch
 
-from turnspec.server.cli.common import add_engine_args, engine_config_from_args
+from turnspec.server.cli.common import add_engine_args, cpu_name, engine_config_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     record = {
         "bench": "engine", "date": date.today().isoformat(), "device": cfg.device,
-        "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+        "cpu": cpu_name(), "threads": torch.get_num_threads(),
         "dtype": str(cfg.torch_dtype).removeprefix("torch."), "model": cfg.model_dir,
         "max_new_tokens": n, "prompts": len(prompts), "tokens_identical": all(same),
         "concurrency1": {"turnspec_tok_s": ours_tps, "transformers_tok_s": peer_tps,

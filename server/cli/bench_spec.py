@@ -20,7 +20,7 @@ from datetime import date
 import torch
 
 from turnspec.engine.local.spec_policy import SpecPolicy
-from turnspec.server.cli.common import add_engine_args, engine_config_from_args
+from turnspec.server.cli.common import add_engine_args, cpu_name, engine_config_from_args
 from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
 
 DEFAULT_DATA = DEFAULT_DRAFTER_DIR / "heldout.jsonl"
@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             row["prompt_lookup_tok_s"] = acc["lookup"].result()["tok_s"]
         rows.append(row)
     record = {"bench": "spec", "date": date.today().isoformat(), "device": cfg.device,
+              "cpu": cpu_name() if cfg.device == "cpu" else None,
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
@@ -165,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
 
 def print_table(r: dict) -> None:
     print(f"\n{' turnspec bench spec ':=^78}")
-    print(f"device {r['device']} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
+    cpu = f" ({r['cpu']})" if r.get('cpu') else ""
+    print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
     hdr = (f"{'source':<9}{'config':<27}{'tok/s':>9}{'tau':>7}{'spec tok':>9}{'vs plain':>10}"
            f"{'identical':>11}")
     print(hdr)

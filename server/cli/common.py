@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import platform
 
 from turnspec.engine.local import LocalEngineConfig
 from turnspec.engine.local.config import SPEC_POLICY_MODES
@@ -44,3 +45,16 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         spec_policy=args.spec_policy,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, threads=args.threads)
+
+
+def cpu_name() -> str:
+    """The host CPU's model name for benchmark records ("AMD EPYC ..."); platform.processor()
+    is empty on Linux, so /proc/cpuinfo first, then the machine type."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

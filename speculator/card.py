@@ -55,7 +55,9 @@ def render_card(m: dict, commands: list[str] | None = None, when: date | None = 
               f"warmup {c['warmup']}, cosine, weight decay {c['weight_decay']}, grad clip "
               f"{c['grad_clip']}; {c['batch_size']} sequences x {c['anchors']} random anchors "
               f"per step (re-drawn every time), CE on block slots 1..B-1 against same-position "
-              f"labels, decay gamma {c['gamma'] or 'paper default'}; max length {c['max_len']}.",
+              f"labels, decay gamma {c['gamma'] or 'paper default'}; max length {c['max_len']}."
+              + (f" Weights started from the drafter `{c['init_from']}` (fresh optimizer)."
+                 if c.get("init_from") else ""),
               "", "## Acceptance (tau)", "",
               "Offline greedy replay on target-generated text, identical to online greedy "
               f"acceptance (tokens per verify step, bonus included), block {d['block_size']}:", "",

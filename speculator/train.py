@@ -77,6 +77,7 @@ class TrainConfig:
     resume: bool = True
     progress: bool = True
     train_sources: tuple[str, ...] | None = None  # e.g. ("generic",): train on these sources only
+    init_from: str | None = None         # exported drafter folder or "default": warm start
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "batch_size", "anchors", "max_len", "log_every",
@@ -97,6 +98,23 @@ def train(cfg: TrainConfig) -> dict:
     run = _Run(cfg)
     run.loop()
     return run.finish()
+
+
+def warm_start(drafter: DFlashDrafter, source: str | Path) -> None:
+    """Copy an exported drafter's weights (a folder, or "default") into `drafter`, so a new
+    run continues from it (e.g. across GPU sessions: the export is 32 MB, the optimizer state
+    of a checkpoint ~190 MB). Its config must match: same shapes, taps, block and MASK."""
+    src = load_drafter(source, device="cpu", dtype=torch.float32)
+    want, got = drafter.config.to_hf_dict(), src.config.to_hf_dict()
+    diff = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+    if diff:
+        raise ValueError(f"--init-from {source}: its config differs from this run's in "
+                         f"{diff} ({ {k: got.get(k) for k in diff} } vs "
+                         f"{ {k: want.get(k) for k in diff} }); pass matching --layers, "
+                         "--block-size, --taps, --mask-token-id")
+    with torch.no_grad():
+        for name, p in drafter.state_dict().items():
+            p.copy_(src.state_dict()[name])
 
 
 def fit_total(step: int, elapsed_s: float, budget_s: float, per_step_s: float,
@@ -151,6 +169,9 @@ class _Run:
         if cfg.resume and self.ckpt.is_file():
             self.state = load_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, dcfg)
             self.log(f"resumed at step {self.state['step']}/{self.state['total']}")
+        elif cfg.init_from is not None:
+            warm_start(self.drafter, cfg.init_from)
+            self.log(f"weights from {cfg.init_from} (fresh optimizer and schedule)")
         self.decay = decay_weights(dcfg.block_size, cfg.gamma or default_gamma(dcfg.block_size),
                                    self.device)
         self.n_params = sum(p.numel() for p in self.drafter.parameters())

@@ -4,10 +4,12 @@
 source scripts/gpu/env.sh
 set +e -x
 DG=${DATAGEN_BUDGET:-300}; TB=${TRAIN_BUDGET:-780}; L=${LAYERS:-4}; NS=${SHARDS:-3}
-TC=${TOOL_CONVERSATIONS:-5000}
+TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}
+# INIT_FROM=default continues the committed drafter (fresh optimizer) instead of starting over.
+init=${INIT_FROM:+--init-from $INIT_FROM}
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th prompt.
-datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
+datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
 for i in $(seq 0 $((NS - 1))); do
   ts speculator datagen $datagen --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
@@ -35,11 +37,11 @@ open("runs/out/heldout-all.jsonl", "w").writelines(held)
 open("runs/eval-data.jsonl", "w").writelines(held + random.Random(0).sample(train, min(2048, len(train))))
 PY
 common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every 1500 --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
-ts speculator train $common --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
+ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 wait
 repro_d="turnspec speculator datagen $datagen --shard I/$NS (I = 0..$((NS - 1)) in parallel, samples.jsonl concatenated)"
-repro_t="turnspec speculator train $common --out runs/dflash-smollm2"
+repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"
 D=runs/export/smollm2-dflash; G=runs/export/smollm2-dflash-generic

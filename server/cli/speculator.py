@@ -78,6 +78,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-resume", action="store_true", help="ignore out/checkpoint.pt")
+    t.add_argument("--init-from", default=None, metavar="DRAFTER",
+                   help="start from an exported drafter's weights (a folder, or 'default'); "
+                        "its config must match --layers/--block-size/--taps/--mask-token-id")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=run_train)
 
@@ -163,7 +166,8 @@ def run_train(args: argparse.Namespace) -> int:
         eval_samples=args.eval_samples, final_eval_samples=args.final_eval_samples,
         ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
         seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
-        train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None)
+        train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None,
+        init_from=args.init_from)
     m = train(cfg)
     print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
                       "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))

@@ -131,3 +131,19 @@ def test_time_budget_fits_the_schedule(tiny_data, tiny_target_dir, tmp_path):
                    log_every=4, final_eval_samples=2))
     assert 10 <= m["steps"] < 100_000 and m["train_seconds"] < 4.0, m["train_seconds"]
     assert m["history"][-1]["lr"] < 3e-3 * 0.2                          # cosine ran its course
+
+
+def test_init_from_an_exported_drafter(trained, tiny_data, tiny_target_dir, tmp_path):
+    """A warm start continues from the export's weights (the way training carries across GPU
+    sessions), and a config that does not match is refused with the fields that differ."""
+    src_dir = trained[0] / "drafter"
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path / "warm", init_from=str(src_dir),
+                   max_steps=1, lr=1e-12, weight_decay=0.0, log_every=1))
+    src, warm = load_drafter(src_dir), load_drafter(tmp_path / "warm" / "drafter")
+    for (name, x), (_, y) in zip(src.state_dict().items(), warm.state_dict().items(), strict=True):
+        assert torch.allclose(x, y, rtol=1e-2, atol=1e-6), name
+    assert m["tau"]["tools-heldout"] == pytest.approx(trained[1]["tau"]["tools-heldout"], rel=0.02)
+    assert m["config"]["init_from"] == str(src_dir)
+    with pytest.raises(ValueError, match="num_hidden_layers"):
+        train(_cfg(tiny_data, tiny_target_dir, tmp_path / "bad", init_from=str(src_dir),
+                   num_layers=2, max_steps=1))

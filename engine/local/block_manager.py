@@ -81,20 +81,30 @@ class BlockManager:
             self.block_hash[block] = h
 
     # -- allocation ------------------------------------------------------------------------
-    def allocate(self, n: int) -> list[int]:
-        """Take `n` blocks (least recently freed first, evicting their cached hash)."""
+    def allocate(self, n: int, after: int | None = None) -> list[int]:
+        """Take `n` blocks, least recently freed first (evicting their cached hash), except
+        that the block right after the previous one (`after`: the sequence's last block) is
+        taken when it is free and holds no cached prefix. A sequence whose blocks are
+        consecutive ids is read in place by the CPU attention path instead of gathered;
+        taking such a block out of LRU order evicts nothing."""
         if n > len(self.free):
             raise MemoryError(f"KV cache exhausted: need {n} blocks, {len(self.free)} free")
         out = []
+        nxt = None if after is None else after + 1
         for _ in range(n):
-            b, _ = self.free.popitem(last=False)
-            h = self.block_hash[b]
-            if h is not None:
-                if self.hash_to_block.get(h) == b:
-                    del self.hash_to_block[h]
-                self.block_hash[b] = None
+            if nxt is not None and nxt in self.free and self.block_hash[nxt] is None:
+                b = nxt
+                del self.free[b]
+            else:
+                b, _ = self.free.popitem(last=False)
+                h = self.block_hash[b]
+                if h is not None:
+                    if self.hash_to_block.get(h) == b:
+                        del self.hash_to_block[h]
+                    self.block_hash[b] = None
             self.ref_count[b] = 1
             out.append(b)
+            nxt = b + 1
         return out
 
     def release(self, blocks: Sequence[int]) -> None:

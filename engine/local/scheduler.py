@@ -75,7 +75,7 @@ class Scheduler:
         if (budget is not None and todo > budget) or need > self.blocks.num_free:
             self.blocks.release(cached)
             return False
-        seq.block_table = cached + self.blocks.allocate(need)
+        seq.block_table = cached + self.blocks.allocate(need, after=cached[-1] if cached else None)
         seq.block_hashes = hashes
         seq.num_computed = n_cached
         if not seq.timing.cached_tokens:  # first admission (not a preemption recompute)
@@ -95,7 +95,8 @@ class Scheduler:
                 if victim is seq:
                     break
             if seq.status is Status.RUNNING and need > 0:
-                seq.block_table += self.blocks.allocate(need)
+                seq.block_table += self.blocks.allocate(
+                    need, after=seq.block_table[-1] if seq.block_table else None)
         seqs = [s for s in self.running if s.status is Status.RUNNING]
         return ScheduledBatch("decode", seqs) if seqs else None
 

@@ -3,7 +3,9 @@
 On CUDA, `attend` calls the Triton paged-attention kernel (`turnspec.kernels.paged_attention`).
 On CPU it gathers each row's context through a precomputed index and runs one masked SDPA —
 the same math as `reference_paged_attention`, with the index and mask built once per step
-instead of once per layer (30 layers on SmolLM2).
+instead of once per layer (30 layers on SmolLM2). A single row whose blocks are consecutive
+ids (the block manager prefers that) is read in place: a slice of the pool, no gather. The
+gather copied ~50 MB a decode step at a 1.1k-token context, ~10% of a plain CPU step.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class AttentionBatch:
     kv_lens_host: list[int]
     use_kernel: bool
     gather: torch.Tensor | None = None  # CPU path: [b, max_kv] int64 flat slots
+    span: int | None = None  # CPU path, one row on consecutive blocks: its first flat slot
     mask: torch.Tensor | None = None  # CPU path: [b, 1, n, max_kv] bool, None = no masking needed
     causal_only: bool = False  # CPU path: single row starting at position 0 -> is_causal SDPA
 
@@ -79,8 +82,11 @@ class AttentionBatch:
         max_kv = max(self.kv_lens_host)
         n_blk = (max_kv + self.block_size - 1) // self.block_size
         t = table[:, :n_blk].clamp(min=0).long()
-        gather = (t.unsqueeze(-1) * self.block_size + torch.arange(self.block_size)).view(b, -1)
-        self.gather = gather[:, :max_kv].to(device)
+        if b == 1 and bool((t[0] == t[0, 0] + torch.arange(n_blk)).all()):
+            self.span = int(t[0, 0]) * self.block_size
+        else:
+            gather = (t.unsqueeze(-1) * self.block_size + torch.arange(self.block_size)).view(b, -1)
+            self.gather = gather[:, :max_kv].to(device)
         if b == 1 and n == 1:
             self.mask = None  # one decode query sees its whole context
         elif b == 1 and int(kv[0]) == int(ql[0]):
@@ -105,8 +111,13 @@ class AttentionBatch:
             return paged_attention(q, k_pool, v_pool, self.block_tables, self.kv_lens,
                                    self.q_lens, scale, self.kv_lens_host)
         kvh, hd = k_pool.shape[2], k_pool.shape[3]
-        k = k_pool.view(-1, kvh, hd)[self.gather]  # [b, max_kv, kvh, hd]
-        v = v_pool.view(-1, kvh, hd)[self.gather]
+        if self.span is not None:  # [1, kv_len, kvh, hd] views of the pool
+            end = self.span + self.kv_lens_host[0]
+            k = k_pool.view(-1, kvh, hd)[self.span : end].unsqueeze(0)
+            v = v_pool.view(-1, kvh, hd)[self.span : end].unsqueeze(0)
+        else:
+            k = k_pool.view(-1, kvh, hd)[self.gather]  # [b, max_kv, kvh, hd]
+            v = v_pool.view(-1, kvh, hd)[self.gather]
         out = F.scaled_dot_product_attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=self.mask,
             is_causal=self.causal_only, scale=scale, enable_gqa=q.shape[2] != kvh)

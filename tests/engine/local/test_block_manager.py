@@ -51,3 +51,18 @@ def test_exhaustion_and_clear_guard() -> None:
     bm.release(held)
     bm.clear()
     assert bm.num_free == 2 and bm.num_cached_free == 0
+
+
+def test_a_continuation_stays_on_consecutive_blocks() -> None:
+    bm = BlockManager(16, 4)
+    publish(bm, list(range(10)))                  # blocks 0, 1 cached; 2 (partial) uncached
+    hit, _ = bm.match_prefix(list(range(10)) + [50, 51, 52, 53, 54])
+    assert hit == [0, 1]
+    table = hit + bm.allocate(3, after=hit[-1])   # 2 is free and holds no prefix: taken
+    assert table == [0, 1, 2, 3, 4]
+    bm.release(table)
+    # the block after is cached: it is not taken out of LRU order (nothing is evicted for it)
+    bm2 = BlockManager(8, 2)
+    first = publish(bm2, [1, 2, 3, 4])           # blocks 0, 1 both cached
+    other = bm2.allocate(1, after=first[0])      # 1 is cached: the LRU head (2) instead
+    assert other == [2] and bm2.match_prefix([1, 2, 3, 4, 5])[0] == first

@@ -47,7 +47,8 @@ def render_card(m: dict, commands: list[str] | None = None, when: date | None = 
         lines.append(f"| {name} | {cnt['sequences']} | {cnt['response_tokens']} |")
     meta = data.get("datagen", {})
     if meta:
-        lines += ["", "Datagen: " + ", ".join(f"{k}={v}" for k, v in meta.items()   # per-shard
+        # scalars only: lists (e.g. per-shard stats of a sharded datagen) stay in meta.json
+        lines += ["", "Datagen: " + ", ".join(f"{k}={v}" for k, v in meta.items()
                                                if k != "model" and not isinstance(v, list))]
     lines += ["", "## Training", "",
               f"{m['steps']} steps ({m['epochs']} epochs) in {m['train_seconds']:.0f} s on "

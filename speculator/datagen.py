@@ -57,8 +57,8 @@ def batch_plan(items: Sequence[PromptItem], batch_size: int,
     """Batches of similar length (less padding in the engine) within one (source, split), in a
     seeded order stratified by group: every group's first batch runs before any group's
     second, and after any prefix of the plan each group has run about the same fraction of
-    its batches. (A plain shuffle is not enough: a small group, e.g. ~200 generic prompts,
-    fits in one batch, and a budget-cut run can miss it entirely.)"""
+    its batches. (A plain shuffle is not enough: a small group, e.g. the ~50 generic prompts
+    of one datagen shard, fits in one batch, and a budget-cut run can miss it entirely.)"""
     if batch_size < 1:
         raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
     rng = random.Random(seed)

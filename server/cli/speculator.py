@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--heldout-conversations", type=int, default=200,
                    help="workload conversations from held-out scenarios (default: %(default)s)")
     d.add_argument("--generic", type=int, default=None,
-                   help="generic chat prompts (default: all of them, ~200)")
+                   help="generic chat prompts (default: all of them, ~390)")
     d.add_argument("--generic-heldout-frac", type=float, default=0.2)
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,

@@ -44,3 +44,22 @@ def test_shards_partition_the_prompts(smollm2_dir):
     for bad in ((3, 3), (-1, 2), (0, 0)):
         with pytest.raises(ValueError, match="shard"):
             build_prompt_items(chat.render, shard=bad[0], num_shards=bad[1], **kw)
+
+
+def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
+    """The CPU bench's prompts (heldout.jsonl beside the default drafter) must stay held out
+    under today's generators: same id -> same prompt tokens, split still "heldout". Guards
+    against a workload edit (e.g. inserting generic templates: ids are positional) moving
+    a bench prompt into the next drafter's training data."""
+    from turnspec.speculator.data import read_samples
+    from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
+
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    items, _ = build_prompt_items(chat.render, tool_conversations=0, heldout_conversations=200,
+                                  max_prompt_tokens=4096)
+    by_id = {it.id: it for it in items}
+    committed = read_samples(DEFAULT_DRAFTER_DIR / "heldout.jsonl")
+    assert {s.source for s in committed} == {"tools", "generic"}
+    for s in committed:
+        it = by_id[s.id]
+        assert it.split == "heldout" and it.prompt_ids == s.input_ids[: s.prompt_len], s.id

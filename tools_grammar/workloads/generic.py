@@ -60,6 +60,52 @@ TEMPLATES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      "stretch before lifting", "eat eggs every day", "work out when I'm sore", "take a cold shower")),
     ("convert", "how many {}?", ("cups are in a quart", "ounces are in a pound", "feet are in a mile",
      "teaspoons are in a tablespoon", "minutes are in a day", "kilometers is ten miles")),
+    # Appended 2026-11-30 (append only: ids are positional, and the train / held-out split of a
+    # prompt is a hash of its id, so inserting above would move held-out prompts into train).
+    ("howworks", "how does {} work?", ("a microwave", "a refrigerator", "wifi", "GPS", "a solar panel",
+     "a touch screen", "an electric car", "a thermostat", "a vaccine", "a dishwasher", "a rainbow",
+     "a compass", "a smoke detector", "a hybrid engine", "an elevator", "a 3D printer", "Bluetooth",
+     "a heat pump", "noise cancelling", "a credit card chip")),
+    ("capital", "what's the capital of {}?", ("Australia", "Canada", "Brazil", "Kenya", "Norway", "Vietnam",
+     "Peru", "Morocco", "New Zealand", "Portugal", "Egypt", "Thailand", "Argentina", "Ireland", "South Korea",
+     "Chile", "Turkey", "Finland", "Colombia", "Switzerland")),
+    ("howlong", "how long does it take to {}?", ("boil pasta", "walk a mile", "fly from New York to London",
+     "learn to swim", "charge an electric car", "bake a potato", "grow tomatoes from seed", "get over jet lag",
+     "read a three hundred page book", "hard boil an egg", "thaw a frozen turkey", "drive across Texas",
+     "build a habit", "dry a pair of jeans", "steep green tea", "get a passport")),
+    ("healthy", "is {} good for you?", ("dark chocolate", "oatmeal", "sparkling water", "peanut butter",
+     "green tea", "brown rice", "coconut oil", "red wine", "popcorn", "orange juice", "cheese", "honey",
+     "a standing desk", "walking after dinner", "intermittent fasting", "yoga")),
+    ("rhyme", "what rhymes with {}?", ("orange", "silver", "moon", "coffee", "happy", "river", "light",
+     "dream", "summer", "love", "night", "rain")),
+    ("synonym", "what's another word for {}?", ("happy", "tired", "big", "smart", "beautiful", "angry",
+     "fast", "funny", "important", "scared", "interesting", "difficult")),
+    ("pack", "I'm going {}, what should I pack?", ("camping for two nights", "to the beach for a week",
+     "skiing", "on a business trip", "to a wedding out of town", "hiking in the rain", "to Iceland in winter",
+     "on a cruise", "to a music festival", "to visit my grandparents")),
+    ("rules", "can you explain the rules of {}?", ("chess", "soccer", "basketball", "poker", "pickleball",
+     "tennis", "baseball", "rock paper scissors", "Monopoly", "golf", "volleyball", "bowling")),
+    ("plot", "what's {} about?", ("Pride and Prejudice", "The Odyssey", "Moby Dick", "Romeo and Juliet",
+     "The Great Gatsby", "Frankenstein", "Hamlet", "The Hobbit", "Don Quixote", "Little Women",
+     "Jane Eyre", "The Little Prince")),
+    ("animal", "what do {} eat?", ("pandas", "hedgehogs", "flamingos", "koalas", "goldfish", "rabbits",
+     "bats", "sea turtles", "hummingbirds", "giraffes", "earthworms", "polar bears")),
+    ("feel", "{}, what should I do?", ("I feel stressed about work", "I can't focus today",
+     "I'm feeling lonely", "I'm nervous about a presentation", "I overslept and I'm late",
+     "I forgot my friend's birthday", "I'm stuck in traffic", "my neighbor is really loud",
+     "I lost my keys", "my phone battery is almost dead", "I spilled coffee on my laptop",
+     "I'm feeling unmotivated")),
+    ("year", "when did {}?", ("the first moon landing happen", "the Titanic sink", "the Berlin Wall fall",
+     "the internet start", "World War Two end", "the first iPhone come out", "people start using paper money",
+     "the Olympics begin", "the printing press appear", "the first airplane fly")),
+    ("suggest", "suggest {}", ("a name for my cat", "a hobby I can do at home", "a fun thing to do on a rainy day",
+     "a healthy snack", "a way to relax before bed", "a good first car", "a houseplant that's hard to kill",
+     "a gift for a coworker", "a short book to read this weekend", "a game for a long car ride",
+     "a theme for a birthday party", "a quick warm up before running")),
+    ("diff2", "is it better to {}?", ("rent or buy a house", "study in the morning or at night",
+     "run on a treadmill or outside", "shower in the morning or at night", "pay off debt or save first",
+     "buy a laptop or a tablet", "take the stairs or the elevator", "drink coffee or tea in the morning",
+     "learn Spanish or French", "fly or drive for a five hour trip")),
 )
 PHRASES = ("thank you", "good morning", "where is the train station", "I'm allergic to peanuts", "how much does this cost")
 LANGUAGES = ("Spanish", "French", "Japanese", "German")
@@ -76,7 +122,7 @@ def _user_turns() -> list[tuple[str, str]]:
 
 
 def generic_prompts(n: int | None = None) -> list[Conversation]:
-    """The generic prompts (>= 200) as one-user-turn conversations without tools, in a fixed
+    """The generic prompts (>= 400) as one-user-turn conversations without tools, in a fixed
     order; n keeps the first n."""
     turns = _user_turns()
     chosen = turns if n is None else turns[:n]

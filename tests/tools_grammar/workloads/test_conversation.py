@@ -106,7 +106,7 @@ def test_prompting_turns(convs: list[Conversation]) -> None:
 
 def test_generic_prompts() -> None:
     prompts = generic_prompts()
-    assert len(prompts) >= 200 and len({p.messages[1]["content"] for p in prompts}) == len(prompts)
+    assert len(prompts) >= 390 and len({p.messages[1]["content"] for p in prompts}) == len(prompts)
     assert all(p.split == "generic" and p.tools == [] for p in prompts)
     assert [p.id for p in generic_prompts(3)] == ["generic-0000", "generic-0001", "generic-0002"]
 

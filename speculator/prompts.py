@@ -18,6 +18,7 @@ from turnspec.tools_grammar.schema import ToolSpec, parse_tools
 from turnspec.tools_grammar.workloads import (
     generate_conversations,
     generic_prompts,
+    readback_conversations,
     turns_for_prompting,
 )
 
@@ -27,17 +28,22 @@ RenderFn = Callable[[list[dict], list[ToolSpec] | None], list[int]]
 def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        heldout_conversations: int, generic: int | None = None,
                        generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
-                       seed: int = 0, shard: int = 0,
-                       num_shards: int = 1) -> tuple[list[PromptItem], int]:
+                       seed: int = 0, shard: int = 0, num_shards: int = 1,
+                       readback_frac: float = 0.0) -> tuple[list[PromptItem], int]:
     """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
 
     tool_conversations / heldout_conversations: conversations drawn from the train / held-out
     scenarios (each gives ~4-5 prompts); generic: how many generic prompts (None: all).
     shard / num_shards: keep every num_shards-th prompt starting at shard (rendering only
     those), so N datagen processes on one GPU split the work without overlap.
+    readback_frac: that share of each split's conversations also gives one readback prompt
+    (source "readback": the caller asks to hear the agent's last reply again, an in-context
+    copy); 0 leaves the items exactly as before.
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
         raise ValueError(f"generic_heldout_frac: expected [0, 1), got {generic_heldout_frac}")
+    if not 0.0 <= readback_frac <= 1.0:
+        raise ValueError(f"readback_frac: expected [0, 1], got {readback_frac}")
     if num_shards < 1 or not 0 <= shard < num_shards:
         raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
     items: list[PromptItem] = []
@@ -45,7 +51,11 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     counter = itertools.count()
     tool_sets: dict[str, list[ToolSpec]] = {}
     for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
-        for turn in turns_for_prompting(generate_conversations(n, seed=seed, split=split)):
+        convs = generate_conversations(n, seed=seed, split=split)
+        turns = [(t, "tools") for t in turns_for_prompting(convs)]
+        turns += [(t, "readback") for t in turns_for_prompting(
+            readback_conversations(convs, readback_frac, seed=seed)) if t.expected is None]
+        for turn, source in turns:
             if next(counter) % num_shards != shard:
                 continue
             key = repr(turn.tools)
@@ -56,7 +66,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             if len(ids) > max_prompt_tokens:
                 skipped += 1
                 continue
-            items.append(PromptItem(f"{turn.conversation_id}:{turn.turn}", split, "tools",
+            items.append(PromptItem(f"{turn.conversation_id}:{turn.turn}", split, source,
                                     tuple(ids)))
     for conv in generic_prompts(generic):
         if next(counter) % num_shards != shard:

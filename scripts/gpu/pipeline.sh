@@ -5,6 +5,8 @@ source scripts/gpu/env.sh
 set +e -x
 DG=${DATAGEN_BUDGET:-300}; TB=${TRAIN_BUDGET:-780}; L=${LAYERS:-4}; NS=${SHARDS:-3}
 TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}; EE=${EVAL_EVERY:-1500}
+# READBACK: share of conversations that also give a readback (in-context copy) prompt.
+RB=${READBACK:-0}
 # GENERIC=0 skips the generic-only comparison drafter (it halves the main run's steps/s when it
 # shares the GPU); a session that only continues the main drafter keeps the earlier comparison.
 GEN=${GENERIC:-1}
@@ -12,7 +14,7 @@ GEN=${GENERIC:-1}
 init=${INIT_FROM:+--init-from $INIT_FROM}
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th prompt.
-datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
+datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
 # SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 for i in $(seq 0 $((NS - 1))); do

@@ -29,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--generic", type=int, default=None,
                    help="generic chat prompts (default: all of them, ~390)")
     d.add_argument("--generic-heldout-frac", type=float, default=0.2)
+    d.add_argument("--readback-frac", type=float, default=0.0,
+                   help="share of conversations that also give a readback prompt (the caller asks "
+                        "to hear the last reply again: in-context copying; source 'readback')")
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
@@ -139,10 +142,11 @@ def run_datagen(args: argparse.Namespace) -> int:
         heldout_conversations=args.heldout_conversations, generic=args.generic,
         generic_heldout_frac=args.generic_heldout_frac,
         max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
-        num_shards=args.shard[1])
+        num_shards=args.shard[1], readback_frac=args.readback_frac)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
+            "readback_frac": args.readback_frac,
             "skipped_long_prompts": skipped, "seed": args.seed,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,

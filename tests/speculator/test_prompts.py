@@ -63,3 +63,24 @@ def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
     for s in committed:
         it = by_id[s.id]
         assert it.split == "heldout" and it.prompt_ids == s.input_ids[: s.prompt_len], s.id
+
+
+def test_readback_prompts_ask_for_the_last_reply_again(smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    kw = dict(tool_conversations=12, heldout_conversations=6, generic=0, max_prompt_tokens=4096)
+    plain, _ = build_prompt_items(chat.render, **kw)
+    items, _ = build_prompt_items(chat.render, readback_frac=1.0, **kw)
+    reads = [it for it in items if it.source == "readback"]
+    assert [it for it in items if it.source != "readback"] == plain    # the rest is unchanged
+    assert {it.split for it in reads} == {"train", "heldout"}
+    assert all(it.id.split(":")[1] == "readback" for it in reads)
+    text = chat.tokenizer.decode(reads[0].prompt_ids)
+    # the prompt ends on the caller's ask, right after an agent reply to a tool result
+    body = text.rsplit("<|im_start|>user\n", 1)
+    assert body[0].rstrip().endswith("<|im_end|>") and "</tool_response>" in body[0]
+    assert body[1].endswith("<|im_end|>\n<|im_start|>assistant\n")
+    half, _ = build_prompt_items(chat.render, readback_frac=0.5, **kw)
+    n_half = sum(it.source == "readback" for it in half)
+    assert 0 < n_half < len(reads)
+    with pytest.raises(ValueError, match="readback_frac"):
+        build_prompt_items(chat.render, readback_frac=1.5, **kw)

@@ -13,8 +13,9 @@ from turnspec.tools_grammar.workloads.conversation import (
     turns_for_prompting,
 )
 from turnspec.tools_grammar.workloads.generic import generic_prompts
+from turnspec.tools_grammar.workloads.readback import readback_conversations
 
 __all__ = [
     "Conversation", "PromptTurn", "export_jsonl", "generate_conversations", "generic_prompts",
-    "load_jsonl", "scenarios_for", "turns_for_prompting",
+    "load_jsonl", "readback_conversations", "scenarios_for", "turns_for_prompting",
 ]

@@ -29,7 +29,8 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        heldout_conversations: int, generic: int | None = None,
                        generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
                        seed: int = 0, shard: int = 0, num_shards: int = 1,
-                       readback_frac: float = 0.0) -> tuple[list[PromptItem], int]:
+                       readback_frac: float = 0.0,
+                       keep: Callable[[str], bool] | None = None) -> tuple[list[PromptItem], int]:
     """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
 
     tool_conversations / heldout_conversations: conversations drawn from the train / held-out
@@ -39,6 +40,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     readback_frac: that share of each split's conversations also gives one readback prompt
     (source "readback": the caller asks to hear the agent's last reply again, an in-context
     copy); 0 leaves the items exactly as before.
+    keep: render only the prompts whose id it accepts (rebuilding packed responses).
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
         raise ValueError(f"generic_heldout_frac: expected [0, 1), got {generic_heldout_frac}")
@@ -58,6 +60,8 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
         for turn, source in turns:
             if next(counter) % num_shards != shard:
                 continue
+            if keep is not None and not keep(f"{turn.conversation_id}:{turn.turn}"):
+                continue
             key = repr(turn.tools)
             tools = tool_sets.get(key)
             if tools is None:
@@ -69,7 +73,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             items.append(PromptItem(f"{turn.conversation_id}:{turn.turn}", split, source,
                                     tuple(ids)))
     for conv in generic_prompts(generic):
-        if next(counter) % num_shards != shard:
+        if next(counter) % num_shards != shard or (keep is not None and not keep(conv.id)):
             continue
         ids = render(conv.messages, None)
         if len(ids) > max_prompt_tokens:

@@ -17,6 +17,11 @@ mkdir -p runs/out
 datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
 # SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
+# Completions carried from earlier sessions (.gpu-carry/responses/*.jsonl.gz, README) rebuild
+# into samples on the CPU while the GPU answers this session's prompts.
+j=0; for r in .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
+  ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
+  j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
   ts speculator datagen $datagen --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
@@ -32,6 +37,9 @@ meta.update(shard=f"all {sys.argv[1]} (samples.jsonl concatenated)", shards=shar
             response_tokens=sum(s["response_tokens"] for s in shards))
 json.dump(meta, open("runs/dflash-data/meta.json", "w"), indent=2)
 PY
+# This session's completions go back (a few MB); then the carried ones join the training data.
+ts speculator pack-responses --data runs/dflash-data --out runs/out/responses-seed$SEED.jsonl.gz
+tail -n 1 runs/unpack-*.out 2>/dev/null; cat runs/prev-*/samples.jsonl >> runs/dflash-data/samples.jsonl 2>/dev/null
 python3 - <<'PY'
 # heldout-all.jsonl comes back; eval-data.jsonl (held-out + 2048 train samples) keeps the evals
 # from parsing the whole data file three times.
@@ -63,7 +71,7 @@ cp runs/dflash-data/meta.json runs/out/datagen-meta.json
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
 cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
-(cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
+(cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' --exclude='responses-*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
 touch runs/pipeline.done
 ts bench spec --data runs/eval-data.jsonl --device cuda --speculator $D --blocks 8,16 --n 12 --json runs/out/bench_spec_gpu.json
 touch runs/bench.done

@@ -109,6 +109,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a command line for the card's Reproduce section (repeatable)")
     x.set_defaults(func=run_export)
 
+    k = sub.add_parser("pack-responses", help="datagen folder -> its completions only (gzipped), "
+                       "to carry across GPU sessions")
+    k.add_argument("--data", required=True, type=Path)
+    k.add_argument("--out", required=True, type=Path, help="e.g. responses-seed1.jsonl.gz")
+    k.set_defaults(func=run_pack)
+
+    u = sub.add_parser("unpack-responses", help="packed completions -> a datagen folder, prompts "
+                       "rebuilt from the workload (no target run)")
+    u.add_argument("--responses", required=True, type=Path)
+    u.add_argument("--out", required=True, type=Path)
+    _add_model(u)
+    u.set_defaults(func=run_unpack)
+
 
 def _add_model(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
@@ -146,7 +159,8 @@ def run_datagen(args: argparse.Namespace) -> int:
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
-            "readback_frac": args.readback_frac,
+            "readback_frac": args.readback_frac, "generic_heldout_frac": args.generic_heldout_frac,
+            "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
@@ -244,3 +258,20 @@ def _from_train_checkpoint(path: Path):
     drafter = DFlashDrafter(DFlashConfig.from_hf_dict(ck["config"]))
     drafter.load_state_dict(ck["drafter"])
     return drafter
+
+
+def run_pack(args: argparse.Namespace) -> int:
+    from turnspec.speculator.responses import pack_responses
+
+    print(json.dumps(pack_responses(args.data, args.out)))
+    return 0
+
+
+def run_unpack(args: argparse.Namespace) -> int:
+    from turnspec.engine.chat import ChatTemplate
+    from turnspec.server.cli.common import resolve_model_dir
+    from turnspec.speculator.responses import unpack_responses
+
+    chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
+    print(json.dumps(unpack_responses(args.responses, chat.render, args.out)))
+    return 0

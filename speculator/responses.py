@@ -1,0 +1,75 @@
+"""Carry datagen across sessions as completions only, rebuilt into samples from the workload.
+
+A datagen folder is mostly prompt tokens (a ~1,000-token system prompt with tools, then the
+call so far, for ~75 response tokens), and prompts are deterministic: the workload generator
+and the chat template give them back from the datagen arguments. So `pack` keeps just the
+target's completions plus a hash of each prompt (the 2026-11-30 run: 3.6M response tokens, a
+few MB gzipped, small enough for the GPU machine's transfers), and `unpack` rebuilds the full
+samples elsewhere without running the target again. Data then adds up across GPU sessions.
+The prompt hash makes a workload or chat-template change an error, never silent mismatch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+from turnspec.speculator.data import SAMPLES_FILE, Sample, read_samples, samples_path
+from turnspec.speculator.prompts import RenderFn, build_prompt_items
+
+# datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
+BUILD_KEYS = ("tool_conversations", "heldout_conversations", "generic", "generic_heldout_frac",
+              "max_prompt_tokens", "seed", "readback_frac")
+
+
+def prompt_hash(ids: tuple[int, ...]) -> str:
+    return hashlib.sha256(json.dumps(list(ids)).encode()).hexdigest()[:16]
+
+
+def pack_responses(data: str | Path, out_file: str | Path) -> dict:
+    """data: a datagen folder (samples.jsonl + meta.json) -> gzipped JSONL of completions."""
+    meta_path = samples_path(data).parent / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    missing = [k for k in BUILD_KEYS if k not in meta]
+    if missing:
+        raise ValueError(f"{meta_path}: missing datagen arguments {missing}; only data written by "
+                         "`turnspec speculator datagen` with them recorded can be packed")
+    samples = read_samples(data)
+    tokens = 0
+    with gzip.open(out_file, "wt") as f:
+        f.write(json.dumps({"build": {k: meta[k] for k in BUILD_KEYS}}) + "\n")
+        for s in samples:
+            p = s.prompt_len
+            tokens += len(s.input_ids) - p
+            f.write(json.dumps({"id": s.id, "split": s.split, "source": s.source,
+                                "prompt": prompt_hash(s.input_ids[:p]),
+                                "completion": list(s.input_ids[p:])}, separators=(",", ":")) + "\n")
+    return {"samples": len(samples), "response_tokens": tokens, "out": str(out_file),
+            "bytes": Path(out_file).stat().st_size}
+
+
+def unpack_responses(responses: str | Path, render: RenderFn, out_dir: str | Path) -> dict:
+    """Rebuild out_dir/samples.jsonl (+ meta.json) from a packed file and the workload."""
+    with gzip.open(responses, "rt") as f:
+        build = json.loads(f.readline())["build"]
+        records = [json.loads(line) for line in f]
+    wanted = {r["id"] for r in records}
+    items, _ = build_prompt_items(render, **build, keep=wanted.__contains__)
+    prompts = {it.id: it for it in items}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / SAMPLES_FILE).open("w") as f:
+        for r in records:
+            it = prompts.get(r["id"])
+            if it is None or prompt_hash(it.prompt_ids) != r["prompt"]:
+                raise ValueError(f"{responses}: prompt {r['id']!r} does not rebuild to the prompt it "
+                                 "was answered for (the workload generator, the generic prompts or "
+                                 "the chat template changed since); regenerate instead")
+            comp = tuple(r["completion"])
+            f.write(Sample(r["id"], r["split"], r["source"], it.prompt_ids + comp,
+                           (0,) * len(it.prompt_ids) + (1,) * len(comp)).to_json() + "\n")
+    (out / "meta.json").write_text(json.dumps({**build, "unpacked_from": str(responses),
+                                               "written": len(records)}, indent=2))
+    return {"samples": len(records), "out": str(out)}

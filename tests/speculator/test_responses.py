@@ -1,0 +1,81 @@
+"""Packed completions rebuild into the same samples from the workload; drift is an error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from turnspec.engine.chat import ChatTemplate
+from turnspec.speculator.data import read_samples
+from turnspec.speculator.datagen import generate_dataset
+from turnspec.speculator.prompts import build_prompt_items
+from turnspec.speculator.responses import BUILD_KEYS, pack_responses, unpack_responses
+
+
+def _datagen(tmp_path, chat):
+    build = {"tool_conversations": 3, "heldout_conversations": 2, "generic": 6,
+             "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 4,
+             "readback_frac": 0.5}
+    items, _ = build_prompt_items(chat.render, **build)
+    # completions stand in for the target's: pack/unpack only move token ids around
+    answer = lambda prompts: [[len(p) % 97, 13, 2] for p in prompts]  # noqa: E731
+    generate_dataset(items[1:], answer, tmp_path / "data", progress=False, meta=dict(build))
+    return build, read_samples(tmp_path / "data")
+
+
+def test_pack_then_unpack_gives_back_the_samples(tmp_path, smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    build, samples = _datagen(tmp_path, chat)
+    packed = pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
+    assert packed["samples"] == len(samples) and packed["response_tokens"] == 3 * len(samples)
+    unpack_responses(tmp_path / "r.jsonl.gz", chat.render, tmp_path / "again")
+    assert read_samples(tmp_path / "again") == samples
+    meta = json.loads((tmp_path / "again" / "meta.json").read_text())
+    assert {k: meta[k] for k in BUILD_KEYS} == build
+
+
+def test_a_changed_workload_is_an_error(tmp_path, smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    _datagen(tmp_path, chat)
+    pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
+    with gzip.open(tmp_path / "r.jsonl.gz", "rt") as f:
+        lines = f.readlines()
+    head = json.loads(lines[0])
+    head["build"]["seed"] = 5                      # other conversations under the same ids
+    with gzip.open(tmp_path / "bad.jsonl.gz", "wt") as f:
+        f.writelines([json.dumps(head) + "\n", *lines[1:]])
+    with pytest.raises(ValueError, match="does not rebuild"):
+        unpack_responses(tmp_path / "bad.jsonl.gz", chat.render, tmp_path / "x")
+
+
+def test_pack_needs_the_datagen_arguments(tmp_path, smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    _datagen(tmp_path, chat)
+    meta = json.loads((tmp_path / "data" / "meta.json").read_text())
+    del meta["readback_frac"]
+    (tmp_path / "data" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="readback_frac"):
+        pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
+
+
+def test_pack_and_unpack_commands(tmp_path, smollm2_dir, capsys):
+    import argparse
+
+    from turnspec.server.cli.speculator import register
+
+    def run(*argv: str) -> dict:
+        parser = argparse.ArgumentParser(prog="turnspec")
+        register(parser.add_subparsers(dest="command", required=True))
+        args = parser.parse_args(list(argv))
+        assert args.func(args) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    _, samples = _datagen(tmp_path, ChatTemplate.from_model_dir(smollm2_dir))
+    packed = run("speculator", "pack-responses", "--data", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "r.jsonl.gz"))
+    assert packed["samples"] == len(samples)
+    assert run("speculator", "unpack-responses", "--responses", str(tmp_path / "r.jsonl.gz"),
+               "--out", str(tmp_path / "again"), "--model", str(smollm2_dir))["samples"] == len(samples)
+    assert read_samples(tmp_path / "again") == samples

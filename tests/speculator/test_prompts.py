@@ -55,11 +55,15 @@ def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
     from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
 
     chat = ChatTemplate.from_model_dir(smollm2_dir)
-    items, _ = build_prompt_items(chat.render, tool_conversations=0, heldout_conversations=200,
-                                  max_prompt_tokens=4096)
-    by_id = {it.id: it for it in items}
     committed = read_samples(DEFAULT_DRAFTER_DIR / "heldout.jsonl")
     assert {s.source for s in committed} == {"tools", "generic"}
+    # tool ids are "heldout-<datagen seed>-<conversation>:<turn>"; generic ids have no seed
+    seeds = {int(s.id.split("-")[1]) for s in committed if s.source == "tools"}
+    by_id = {}
+    for seed in sorted(seeds):
+        items, _ = build_prompt_items(chat.render, tool_conversations=0, heldout_conversations=200,
+                                      max_prompt_tokens=4096, seed=seed)
+        by_id.update({it.id: it for it in items})
     for s in committed:
         it = by_id[s.id]
         assert it.split == "heldout" and it.prompt_ids == s.input_ids[: s.prompt_len], s.id

@@ -50,6 +50,12 @@ with open("runs/dflash-data/samples.jsonl") as f:
         (held if json.loads(line)["split"] == "heldout" else train).append(line)
 open("runs/out/heldout-all.jsonl", "w").writelines(held)
 open("runs/eval-data.jsonl", "w").writelines(held + random.Random(0).sample(train, min(2048, len(train))))
+# bench prompts: a random sample per source (file order is longest prompts first, not typical)
+rng, by = random.Random(20261130), {}
+for line in held:
+    by.setdefault(json.loads(line)["source"], []).append(line)
+open("runs/bench-heldout.jsonl", "w").writelines(
+    l for src in sorted(by) for l in rng.sample(by[src], min(32, len(by[src]))))
 PY
 fi
 common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
@@ -70,8 +76,8 @@ split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
-cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
+cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md; cp runs/bench-heldout.jsonl runs/out/
 (cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' --exclude='responses-*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
 touch runs/pipeline.done
-ts bench spec --data runs/eval-data.jsonl --device cuda --speculator $D --blocks 8,16 --n 12 --json runs/out/bench_spec_gpu.json
+ts bench spec --data runs/bench-heldout.jsonl --device cuda --speculator $D --blocks 8,16 --n 12 --json runs/out/bench_spec_gpu.json
 touch runs/bench.done

@@ -151,3 +151,15 @@ def prescription_refill(d: Dialogue) -> None:
     d.call("request_prescription_refill", {"patient_name": name.value, "date_of_birth": dob.value, "medication": med},
            {"status": "sent", "pharmacy": d.pick("CVS on Main Street", "Walgreens on Oak Street")})
     d.say(f"I've sent the {med} refill to your provider. It usually takes one to two business days.")
+
+
+@scenario(TELECOM, "no_outage_line_test")
+def no_outage_line_test(d: Dialogue) -> None:
+    zip_code, phone = d.digits(5), d.digits(10)
+    d.user(f"my phone has no dial tone. is something down in {zip_code}?", f"no service on my landline, zip {zip_code}")
+    d.call("check_outage", {"zip_code": zip_code.value}, {"outage": False})
+    d.say("There's no outage near you. What's the phone number on the account? I'll test the line.")
+    d.user(f"it's {phone}", f"sure, {phone}", filler=0.3)
+    r = d.call("run_line_diagnostics", {"phone_number": phone.value},
+               {"signal": "good", "fault": None, "needs_visit": False})
+    d.say(f"The line tests {r['signal']} from our side. Try unplugging the phone for a minute; it should come back.")

@@ -136,3 +136,26 @@ def lost_item(d: Dialogue) -> None:
     d.user(f"{phone}", f"you can reach me at {phone}", filler=0.3)
     d.call("report_lost_item", {"ride_id": ride_id, "item": item, "callback_number": phone.value}, {"status": "driver_notified"})
     d.say("I've notified the driver; they'll call you to arrange getting it back.")
+
+
+@scenario(SHOP, "status_then_cancel")
+def status_then_cancel(d: Dialogue) -> None:
+    order, item = d.digits(7), d.pick(*ITEMS)
+    d.user(f"has my {item} shipped yet? order {order}", f"I ordered a {item}, order number {order}. did it go out?")
+    d.call("get_order_status", {"order_number": order.value}, {"status": "processing", "ships_by": d.day(3).value})
+    d.say(f"Your {item} hasn't shipped yet; it's still being packed. Would you like to keep it or cancel?")
+    d.user("actually, just cancel it", "you know what, cancel it please", filler=0.3)
+    d.call("cancel_order", {"order_number": order.value}, {"status": "cancelled", "refund": "original_payment"})
+    d.say(f"Order {d.spell(order.value[-4:])} is cancelled. The refund goes back to your original payment method.")
+
+
+@scenario(RIDES, "cancel_ride")
+def cancel_ride(d: Dialogue) -> None:
+    ride_id = "R" + d.code(6).value
+    reason = d.pick("plans_changed", "wrong_pickup")
+    why = {"plans_changed": "my plans changed", "wrong_pickup": "I put the wrong pickup spot"}[reason]
+    d.user(f"I need to cancel ride {d.spell(ride_id)}, {why}", f"can you cancel my ride? {why}. it's {d.spell(ride_id)}")
+    r = d.call("cancel_ride", {"ride_id": ride_id, "reason": reason},
+               {"status": "cancelled", "fee": d.pick(0, 0, 5)})
+    fee = f" A {d.money_words(r['fee'])} cancellation fee applies." if r["fee"] else " There's no fee."
+    d.say(f"Ride {d.spell(ride_id)} is cancelled.{fee}")

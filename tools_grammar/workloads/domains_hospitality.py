@@ -190,3 +190,30 @@ def add_checked_bag(d: Dialogue) -> None:
     r = d.call("add_checked_bag", {"confirmation_code": code.value, "bags": bags.value},
                {"status": "added", "fee": 35.0 * bags.value})
     d.say(f"Added. The fee is {d.money_words(r['fee'])}, charged to the card on file.")
+
+
+@scenario(AIRLINE, "booking_details")
+def booking_details(d: Dialogue) -> None:
+    code, last = d.code(6), d.last_name()
+    d.user(f"can you tell me what time my flight is? confirmation {code}, last name {last}",
+           f"I need my trip details. code {code}, the name is {last}")
+    r = d.call("lookup_booking", {"confirmation_code": code.value, "last_name": last.value},
+               {"route": d.pick("BOS to MIA", "ATL to SEA", "DEN to PHX"), "date": d.day(20).value,
+                "departure": d.clock(6, 21).value, "passengers": d.pick(1, 2, 3)})
+    people = "" if r["passengers"] == 1 else f" for {d.words(r['passengers'])} passengers"
+    d.say(f"You're on the {r['route']} flight on {d.date_words(r['date'])}, departing at "
+          f"{d.time_words(r['departure'])}{people}.")
+
+
+@scenario(RESTAURANT, "availability_no_booking")
+def availability_no_booking(d: Dialogue) -> None:
+    party, day, time = d.count(2, 10, "people"), d.day(14), d.clock(17, 21)
+    d.user(f"any chance you have a table {day} at {time} for {party}?", f"checking if you've got room {day}, {time}, {party}")
+    r = d.call("check_availability", {"party_size": party.value, "date": day.value, "time": time.value},
+               d.pick({"available": True}, {"available": False, "alternatives": [f"{int(time.value[:2]) + 1:02d}:00"]}))
+    if r["available"]:
+        d.say(f"Yes, {d.time_words(time.value)} on {d.date_words(day.value)} is open. Shall I book it?")
+    else:
+        d.say(f"{d.time_words(time.value)} is full; {d.time_words(r['alternatives'][0])} is open. Want that instead?")
+    d.user("let me check with everyone and call back", "I'll ask my friends first, thanks", filler=0.3)
+    d.say("Of course. Call us anytime.")

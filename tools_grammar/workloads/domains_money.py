@@ -144,3 +144,12 @@ def payment_plan(d: Dialogue) -> None:
     r = d.call("set_up_payment_plan", {"account_number": account.value, "months": months.value},
                {"status": "active", "monthly_payment": d.money(20, 150).value})
     d.say(f"Your plan is active: {d.money_words(r['monthly_payment'])} a month for {d.words(months.value)} months.")
+
+
+@scenario(UTILITIES, "balance_only")
+def balance_only(d: Dialogue) -> None:
+    account = d.digits(8)
+    d.user(f"how much do I owe right now? account {account}", f"what's my balance? account number {account}")
+    r = d.call("get_account_balance", {"account_number": account.value},
+               {"amount_due": d.money(20, 300).value, "due_date": d.day(25).value})
+    d.say(f"You owe {d.money_words(r['amount_due'])}, due {d.date_words(r['due_date'])}.")

@@ -50,7 +50,7 @@ with open("runs/dflash-data/samples.jsonl") as f:
         (held if json.loads(line)["split"] == "heldout" else train).append(line)
 open("runs/out/heldout-all.jsonl", "w").writelines(held)
 open("runs/eval-data.jsonl", "w").writelines(held + random.Random(0).sample(train, min(2048, len(train))))
-# bench prompts: a random sample per source (file order is longest prompts first, not typical)
+# bench prompts: a random sample per source (the file is in prompt-length order, not random)
 rng, by = random.Random(20261130), {}
 for line in held:
     by.setdefault(json.loads(line)["source"], []).append(line)

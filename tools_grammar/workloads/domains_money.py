@@ -146,10 +146,15 @@ def payment_plan(d: Dialogue) -> None:
     d.say(f"Your plan is active: {d.money_words(r['monthly_payment'])} a month for {d.words(months.value)} months.")
 
 
-@scenario(UTILITIES, "balance_only")
-def balance_only(d: Dialogue) -> None:
-    account = d.digits(8)
-    d.user(f"how much do I owe right now? account {account}", f"what's my balance? account number {account}")
+@scenario(UTILITIES, "last_payment_check")
+def last_payment_check(d: Dialogue) -> None:
+    account, paid = d.digits(8), d.money(30, 250)
+    d.user(f"did my payment of {paid} go through? account {account}",
+           f"I paid {paid} last week and want to make sure it posted. account number {account}")
     r = d.call("get_account_balance", {"account_number": account.value},
-               {"amount_due": d.money(20, 300).value, "due_date": d.day(25).value})
-    d.say(f"You owe {d.money_words(r['amount_due'])}, due {d.date_words(r['due_date'])}.")
+               {"amount_due": d.pick(0.0, d.money(10, 90).value), "due_date": d.day(25).value,
+                "last_payment": {"amount": paid.value, "status": "posted"}})
+    due = d.money_words(r["amount_due"])
+    rest = (f" {due[0].upper()}{due[1:]} is still due {d.date_words(r['due_date'])}."
+            if r["amount_due"] else " Your balance is zero.")
+    d.say(f"Yes, your payment of {d.money_words(r['last_payment']['amount'])} has posted.{rest}")

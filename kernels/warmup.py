@@ -21,12 +21,12 @@ MAX_SPLITS = 64  # default_num_splits never exceeds it
 
 
 def warm_up(n_heads: int, n_kv: int, head_dim: int, page: int, dtype: torch.dtype,
-            device: torch.device | str, q_sizes: Iterable[int] = (1, 64),
+            device: torch.device | str, q_sizes: Iterable[int] = range(1, 65),
             draft_lengths: Iterable[int] = ()) -> int:
     """Run each variant once on tiny inputs; returns the number of kernel calls made.
 
-    q_sizes: query counts the engine uses (1 for decode, the spec blocks, a long prefill);
-    they map onto at most three tile shapes. draft_lengths: B-1 for each block size served."""
+    q_sizes: query counts to cover (default: 1..64, i.e. every tile shape: larger counts share
+    the 64-row tile), deduplicated by tile shape. draft_lengths: B-1 for each block size served."""
     if n_heads % n_kv:
         raise ValueError(f"n_heads={n_heads} is not a multiple of n_kv={n_kv}")
     tilings = {query_tiling(n, n_heads // n_kv): n for n in sorted(set(q_sizes)) if n >= 1}

@@ -100,10 +100,10 @@ class EngineCore:
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter)
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
+            # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up
 
             warm_up(mc.num_heads, mc.num_kv_heads, mc.head_dim, block, dtype, device,
-                    q_sizes=(1, max(self.spec_block, 1), 64),
                     draft_lengths=(self.spec_block - 1,) if self.spec_block > 1 else ())
         if tokenizer is None:
             from transformers import AutoTokenizer

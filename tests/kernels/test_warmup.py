@@ -11,10 +11,12 @@ from turnspec.kernels.warmup import warm_up
 
 
 def test_warm_up_covers_tiles_splits_and_draft_lengths() -> None:
-    calls = warm_up(9, 3, 64, 16, torch.float32, "cpu", q_sizes=(1, 8, 64), draft_lengths=(15,))
+    calls = warm_up(9, 3, 64, 16, torch.float32, "cpu", draft_lengths=(15,))
     # tiles (16, 5), (32, 10), (64, 21): the first with no split and 6 combine pads, the others
-    # split or not; one accept length. q_sizes 16 and 64 would share a tile for 3 heads a group.
+    # split or not; one accept length
     assert calls == 7 + 2 + 2 + 1
+    # query counts sharing a tile are warmed once: 16 and 64 share (64, 21) at 3 heads a group
+    assert warm_up(9, 3, 64, 16, torch.float32, "cpu", q_sizes=(16, 64)) == 7
     with pytest.raises(ValueError, match="multiple"):
         warm_up(9, 2, 64, 16, torch.float32, "cpu")
 
@@ -23,7 +25,7 @@ def test_warm_up_covers_tiles_splits_and_draft_lengths() -> None:
 def test_no_compile_after_warm_up_on_cuda() -> None:
     from turnspec.kernels.paged_attention import triton_paged_attention
 
-    warm_up(9, 3, 64, 16, torch.bfloat16, "cuda", q_sizes=(1, 16, 64), draft_lengths=(15,))
+    warm_up(9, 3, 64, 16, torch.bfloat16, "cuda", draft_lengths=(15,))
     before = compiled_variants()
     page, blocks = 16, 300
     pool = torch.randn(blocks, page, 3, 64, dtype=torch.bfloat16, device="cuda")

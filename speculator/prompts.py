@@ -9,7 +9,6 @@ module needs no engine.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Callable
 
@@ -19,6 +18,7 @@ from turnspec.tools_grammar.workloads import (
     generate_conversations,
     generic_prompts,
     readback_conversations,
+    stable_unit,
     turns_for_prompting,
 )
 
@@ -79,11 +79,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
         if len(ids) > max_prompt_tokens:
             skipped += 1
             continue
-        split = "heldout" if _unit_hash(conv.id) < generic_heldout_frac else "train"
+        split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
         items.append(PromptItem(conv.id, split, "generic", tuple(ids)))
     return items, skipped
 
-
-def _unit_hash(key: str) -> float:
-    """A stable value in [0, 1) per key (no dependence on PYTHONHASHSEED)."""
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64

@@ -10,6 +10,7 @@ from turnspec.tools_grammar.workloads.conversation import (
     generate_conversations,
     load_jsonl,
     scenarios_for,
+    stable_unit,
     turns_for_prompting,
 )
 from turnspec.tools_grammar.workloads.generic import generic_prompts
@@ -17,5 +18,6 @@ from turnspec.tools_grammar.workloads.readback import readback_conversations
 
 __all__ = [
     "Conversation", "PromptTurn", "export_jsonl", "generate_conversations", "generic_prompts",
-    "load_jsonl", "readback_conversations", "scenarios_for", "turns_for_prompting",
+    "load_jsonl", "readback_conversations", "scenarios_for", "stable_unit",
+    "turns_for_prompting",
 ]

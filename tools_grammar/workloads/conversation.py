@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterable, Iterator
@@ -69,6 +70,12 @@ class PromptTurn:
         if self.expected is None:
             return "open"
         return "tool_call" if self.expected.get("tool_calls") else "text"
+
+
+def stable_unit(key: str) -> float:
+    """A stable value in [0, 1) per key (no dependence on PYTHONHASHSEED): seeded selections
+    that must come out the same in every process (held-out generic prompts, readback turns)."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64
 
 
 def scenarios_for(split: Split) -> list[catalog.Scenario]:

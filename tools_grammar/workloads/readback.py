@@ -10,10 +10,9 @@ the context rather than from phrasings it memorised: `turnspec speculator datage
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 
-from turnspec.tools_grammar.workloads.conversation import Conversation
+from turnspec.tools_grammar.workloads.conversation import Conversation, stable_unit
 
 ASKS = (
     "sorry, can you say that again?",
@@ -27,11 +26,6 @@ ASKS = (
 )
 
 
-def _unit(key: str) -> float:
-    """A stable value in [0, 1) per key (no dependence on PYTHONHASHSEED)."""
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64
-
-
 def readback_conversations(conversations: Iterable[Conversation], fraction: float,
                            seed: int = 0) -> Iterator[Conversation]:
     """For a stable `fraction` of the conversations (chosen by a hash of id and seed): the call cut
@@ -41,14 +35,14 @@ def readback_conversations(conversations: Iterable[Conversation], fraction: floa
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"readback fraction: expected 0..1, got {fraction}")
     for conv in conversations:
-        if fraction == 0.0 or _unit(f"readback:{seed}:{conv.id}") >= fraction:
+        if fraction == 0.0 or stable_unit(f"readback:{seed}:{conv.id}") >= fraction:
             continue
         replies = [i for i, m in enumerate(conv.messages)
                    if i > 0 and m["role"] == "assistant" and m.get("content")
                    and conv.messages[i - 1]["role"] == "tool"]
         if not replies:
             continue
-        cut = replies[int(_unit(f"readback-at:{seed}:{conv.id}") * len(replies))]
-        ask = ASKS[int(_unit(f"readback-ask:{seed}:{conv.id}") * len(ASKS))]
+        cut = replies[int(stable_unit(f"readback-at:{seed}:{conv.id}") * len(replies))]
+        ask = ASKS[int(stable_unit(f"readback-ask:{seed}:{conv.id}") * len(ASKS))]
         yield Conversation(f"{conv.id}:readback", conv.split, conv.domain, conv.scenario,
                            conv.tools, [*conv.messages[: cut + 1], {"role": "user", "content": ask}])

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import torch
 
 from turnspec.kernels.dflash_accept import triton_dflash_accept
-from turnspec.kernels.paged_attention import next_pow2, query_tiling, triton_paged_attention
+from turnspec.kernels.paged_attention import query_tiling, triton_paged_attention
 
 MAX_SPLITS = 64  # default_num_splits never exceeds it
 
@@ -30,14 +30,11 @@ def warm_up(n_heads: int, n_kv: int, head_dim: int, page: int, dtype: torch.dtyp
     if n_heads % n_kv:
         raise ValueError(f"n_heads={n_heads} is not a multiple of n_kv={n_kv}")
     tilings = {query_tiling(n, n_heads // n_kv): n for n in sorted(set(q_sizes)) if n >= 1}
-    pads = []
-    s = 2
-    while s <= MAX_SPLITS:
-        pads.append(s)
-        s = next_pow2(s + 1)
+    pads = [1 << i for i in range(1, MAX_SPLITS.bit_length())]  # the combine's 2, 4, .., 64
+    smallest = min(tilings.values())
     calls = 0
-    for n_q in tilings.values():
-        for splits in ([1, *pads] if n_q == min(tilings.values()) else [1, 2]):
+    for n_q in tilings.values():  # split or not per tile; the combine pads once
+        for splits in ([1, *pads] if n_q == smallest else [1, 2]):
             _attend(n_q, splits, n_heads, n_kv, head_dim, page, dtype, device)
             calls += 1
     for n in sorted(set(draft_lengths)):

@@ -83,6 +83,17 @@ def _run_core(core, prompt: list[int], max_new: int, block: int | None) -> tuple
             spec.verify_steps if spec else 0, spec.committed_tokens if spec else 0)
 
 
+def _engine_runs(plain_core, spec_core, prompt: list[int], max_new: int,
+                 states: dict[tuple[str, int], SpecPolicy]) -> list[tuple]:
+    """`_run_core` for no speculation, then for each (policy, block) in `states` order with
+    that configuration's policy state on the spec core."""
+    runs = [_run_core(plain_core, prompt, max_new, None)]
+    for (_, block), policy in states.items():
+        spec_core.policy = policy
+        runs.append(_run_core(spec_core, prompt, max_new, block))
+    return runs
+
+
 def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
     """Same accounting as _run_core: decode time = generate time minus a 1-token generate
     (the prefill and first token) on the same prompt."""
@@ -135,10 +146,8 @@ def run(args: argparse.Namespace) -> int:
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
-                _run_core(plain_core, p, args.max_new_tokens, None)
-                for c in configs:
-                    spec_core.policy = SpecPolicy(mode=c[0])
-                    _run_core(spec_core, p, args.max_new_tokens, c[1])
+                _engine_runs(plain_core, spec_core, p, args.max_new_tokens,
+                             {c: SpecPolicy(mode=c[0]) for c in configs})
     compiles0 = compiled_variants()
     rows = []
     for source, prompts in sorted(by_source.items()):
@@ -147,10 +156,9 @@ def run(args: argparse.Namespace) -> int:
         acc = {name: _Acc() for name in ["plain", *configs, "hf", "lookup"]}
         states = {c: SpecPolicy(mode=c[0]) for c in configs}  # step times persist per config
         for p in prompts:
-            acc["plain"].add(*_run_core(plain_core, p, args.max_new_tokens, None))
-            for c in configs:
-                spec_core.policy = states[c]
-                acc[c].add(*_run_core(spec_core, p, args.max_new_tokens, c[1]))
+            runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
+            for name, r in zip(["plain", *configs], runs, strict=True):
+                acc[name].add(*r)
             if hf is not None:
                 acc["hf"].add(*_run_hf(hf, p, args.max_new_tokens, eos, None))
                 acc["lookup"].add(*_run_hf(hf, p, args.max_new_tokens, eos, args.lookup_tokens))
@@ -168,8 +176,8 @@ def run(args: argparse.Namespace) -> int:
     compiles = compiled_variants()
     record = {"bench": "spec", "date": date.today().isoformat(), "device": cfg.device,
               # Triton variants compiled inside the timed pass (None: no compiled kernels ran)
-              "triton_compiles_timed": compiles - compiles0 if cfg.device.startswith("cuda")
-              and compiles is not None and compiles0 is not None else None,
+              "triton_compiles_timed": compiles - compiles0
+              if cfg.device.startswith("cuda") and compiles is not None else None,
               "cpu": cpu_name() if cfg.device == "cpu" else None,
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}

@@ -61,15 +61,10 @@ def test_pack_needs_the_datagen_arguments(tmp_path, smollm2_dir):
 
 
 def test_pack_and_unpack_commands(tmp_path, smollm2_dir, capsys):
-    import argparse
-
-    from turnspec.server.cli.speculator import register
+    from tests.speculator.test_cli import _run
 
     def run(*argv: str) -> dict:
-        parser = argparse.ArgumentParser(prog="turnspec")
-        register(parser.add_subparsers(dest="command", required=True))
-        args = parser.parse_args(list(argv))
-        assert args.func(args) == 0
+        assert _run(*argv) == 0
         return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
     _, samples = _datagen(tmp_path, ChatTemplate.from_model_dir(smollm2_dir))

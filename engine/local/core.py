@@ -23,7 +23,7 @@ from turnspec.engine.local.scheduler import Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import spec_decode
-from turnspec.engine.model.cpu_linear import cpu_has_native_bf16, pack_linears
+from turnspec.engine.model.cpu_linear import cpu_has_native_bf16, pack_bf16_linears, pack_linears
 from turnspec.engine.model.weights import load_model
 from turnspec.engine.protocol import (
     ContextLengthError,
@@ -69,7 +69,7 @@ class EngineCore:
             torch.set_num_threads(cfg.threads)
         self.model = load_model(cfg.model_dir, device, dtype)
         if device.type == "cpu" and dtype == torch.float32:
-            pack_linears(self.model)  # ~2x faster fp32 GEMV on CPU (engine/model/cpu_linear.py)
+            pack_linears(self.model)  # prepacked fp32 GEMMs on CPU (engine/model/cpu_linear.py)
         mc = self.model.cfg
         # Drafts are proposals the target verifies, so the drafter may run in a cheaper dtype:
         # bf16 on a CPU with bf16 dot products (engine/model/cpu_linear.py), else the target's.
@@ -80,8 +80,11 @@ class EngineCore:
             from turnspec.speculator import load_drafter
 
             self.drafter = load_drafter(cfg.speculator, device=device, dtype=ddtype)
-        if self.drafter is not None and device.type == "cpu" and ddtype == torch.float32:
-            pack_linears(self.drafter)
+        if self.drafter is not None and device.type == "cpu":  # frozen: prepacked weights
+            if ddtype == torch.float32:
+                pack_linears(self.drafter)
+            elif ddtype == torch.bfloat16 and cpu_has_native_bf16():
+                pack_bf16_linears(self.drafter)
         self.spec_block = 0
         if self.drafter is not None:
             trained = self.drafter.config.block_size

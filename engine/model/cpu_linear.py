@@ -1,11 +1,13 @@
 """CPU fast paths for fp32 linears, picked by the number of rows M.
 
-- M == 1 (decode) and M > 32 (prefill): MKL's packed-weight GEMM (what Inductor's CPU
-  freezing uses). 2-core dev machine, 2026-11-29, SmolLM2 lm_head 49152x576, M=1: F.linear
-  23-29 ms vs packed 7-11 ms median/min over interleaved runs on a loaded machine (4.4 ms quiet).
-- 2 <= M <= 32 (speculative verify and the drafter's block): oneDNN with its own blocked weight
-  layout. Quiet machine, same LM head: M=8 16.5 ms MKL vs 9.0 oneDNN, M=16 18.5 vs 11.0; the
-  576x1536 MLP matrix at M=8: 0.18 vs 0.16 ms. At prefill sizes oneDNN is no better.
+- 1 <= M <= 32 (decode, speculative verify): oneDNN with its own blocked weight layout, called
+  on dense activations (`mkldnn._linear_pointwise`: no per-call conversion of the input and
+  output to oneDNN tensors, which cost ~3.5 ms a verify step over the 121 linears). Dev EPYC,
+  2026-11-30, quiet, the 30 layers' linears summed (30 distinct weights, cold caches): M=1
+  10.8 ms vs 17.7 MKL packed, M=8 18.6 vs 37.7; the 49152x576 LM head M=1 2.7 vs 4.0 ms,
+  M=8 4.3 vs 11.5 (docs/notes/2026-11-30-cpu-spec-step.md).
+- M > 32 (prefill): MKL's packed-weight GEMM (what Inductor's CPU freezing uses); at prefill
+  sizes oneDNN is no better.
 Results match F.linear to ~1e-5 (accumulation order); no backend here is bitwise independent
 of M (M=1 vs M=16 rows differ by ~5e-6 in all three), so plain decode and verify agree to the
 same tolerance they did before. Only fp32 on CPU; other dtypes/devices keep F.linear.
@@ -25,8 +27,8 @@ SMALL_M = 32  # rows up to which oneDNN beats MKL's packed GEMM on the dev CPU
 
 
 class MklPackedLinear(nn.Module):
-    """Drop-in for a frozen fp32 nn.Linear on CPU (MKL packed for M=1 and prefill, oneDNN for
-    2..SMALL_M rows)."""
+    """Drop-in for a frozen fp32 nn.Linear on CPU (oneDNN up to SMALL_M rows, MKL packed for
+    prefill)."""
 
     def __init__(self, linear: nn.Linear, batch_hint: int = 1) -> None:
         super().__init__()
@@ -40,14 +42,13 @@ class MklPackedLinear(nn.Module):
         self.bias = None if linear.bias is None else linear.bias.detach()
         self.batch_hint = batch_hint
         self.dnn_weight = w.to_mkldnn() if torch.backends.mkldnn.is_available() else None
-        self.dnn_bias = None if self.bias is None or self.dnn_weight is None else self.bias.to_mkldnn()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
-        if self.dnn_weight is not None and 2 <= x2.shape[0] <= SMALL_M:
-            out = torch._C._nn.mkldnn_linear(x2.contiguous().to_mkldnn(), self.dnn_weight,
-                                             self.dnn_bias).to_dense()
+        if self.dnn_weight is not None and x2.shape[0] <= SMALL_M:
+            out = torch.ops.mkldnn._linear_pointwise(x2.contiguous(), self.dnn_weight, self.bias,
+                                                     "none", [], "")
         else:
             out = torch.ops.mkl._mkl_linear(x2, self.packed, self.weight, self.bias, self.batch_hint)
         return out.view(*shape[:-1], self.out_features)
@@ -80,18 +81,59 @@ def cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def _bf16_prepacked(weight: torch.Tensor, batch_hint: int) -> torch.Tensor:
+    """A bf16 copy of `weight` in oneDNN's blocked layout (`mkldnn._linear_pointwise` input)."""
+    return torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(torch.bfloat16).contiguous(),
+                                                   batch_hint)
+
+
+class Bf16PackedLinear(nn.Module):
+    """A frozen bf16 nn.Linear on a CPU with native bf16, its weight prepacked for oneDNN: the
+    drafter's linears (dev EPYC, 2026-11-30: the 4-layer block pass at B=8 3.95 -> 3.33 ms)."""
+
+    def __init__(self, linear: nn.Linear, batch_hint: int = 8) -> None:
+        super().__init__()
+        if linear.weight.device.type != "cpu":
+            raise ValueError(f"Bf16PackedLinear: expected a CPU weight, got {linear.weight.device}")
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        w = linear.weight.detach().to(torch.bfloat16)
+        self.register_buffer("weight", w, persistent=False)  # dtype/shape, as nn.Linear has
+        self.register_buffer("packed", _bf16_prepacked(w, batch_hint), persistent=False)
+        self.bias = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
+        out = torch.ops.mkldnn._linear_pointwise(x2, self.packed, self.bias, "none", [], "")
+        return out.view(*x.shape[:-1], self.out_features)
+
+
+def pack_bf16_linears(model: nn.Module) -> int:
+    """Replace every bf16 CPU nn.Linear in `model` with Bf16PackedLinear; returns the count."""
+    count = 0
+    for module in list(model.modules()):
+        for child_name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear) and child.weight.dtype == torch.bfloat16 \
+                    and child.weight.device.type == "cpu":
+                setattr(module, child_name, Bf16PackedLinear(child))
+                count += 1
+    return count
+
+
 class Bf16DraftHead(nn.Module):
-    """The target's LM head in bf16, for the drafter's proposals only.
+    """The target's LM head in bf16 (prepacked for oneDNN), for the drafter's proposals only.
 
     Drafts are proposals that the target verifies with its own fp32 logits, so their precision
-    never changes what is committed (greedy output stays identical; sampling stays exact)."""
+    never changes what is committed (greedy output stays identical; sampling stays exact).
+    Logits come back in fp32: torch's bf16 argmax over 49k columns is a slow path (0.63 vs
+    0.12 ms at 7 rows on the dev EPYC); the prepacked GEMM takes 1.3 ms there vs 2.1 F.linear."""
 
     def __init__(self, weight: torch.Tensor) -> None:
         super().__init__()
-        self.register_buffer("weight", weight.detach().to(torch.bfloat16), persistent=False)
+        self.register_buffer("packed", _bf16_prepacked(weight, 8), persistent=False)
+        self.in_features = weight.shape[1]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        # 2-D and contiguous: a strided 3-D input sends F.linear to bmm over an expanded copy
-        # of the whole [V, H] weight (55 ms a call at M=7 instead of ~5)
-        x = hidden.reshape(-1, hidden.shape[-1]).to(torch.bfloat16).contiguous()
-        return torch.nn.functional.linear(x, self.weight).view(*hidden.shape[:-1], -1)
+        # 2-D and contiguous (a strided 3-D input would copy; the drafter passes slots 1..)
+        x = hidden.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
+        out = torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
+        return out.float().view(*hidden.shape[:-1], -1)

@@ -1,5 +1,6 @@
-"""CPU fp32 linear fast paths: every row-count regime (MKL packed at M=1 and prefill sizes,
-oneDNN in between) matches F.linear; the bf16 draft head is a bf16 GEMM of the same weight."""
+"""CPU linear fast paths: every row-count regime (oneDNN up to SMALL_M rows, MKL packed at
+prefill sizes) matches F.linear; the prepacked bf16 linears and draft head are bf16 GEMMs of
+the same weights."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from torch import nn
 from turnspec.engine.model.cpu_linear import (
     SMALL_M,
     Bf16DraftHead,
+    Bf16PackedLinear,
     MklPackedLinear,
     mkl_packed_available,
+    pack_bf16_linears,
 )
 
 pytestmark = pytest.mark.skipif(not mkl_packed_available(), reason="needs MKL")
@@ -34,6 +37,24 @@ def test_bf16_draft_head_takes_strided_input() -> None:
     head = Bf16DraftHead(w)
     h = torch.randn(3, 9, 64)[:, 1:]                         # the drafter's slots 1.., strided
     out = head(h)
-    assert out.shape == (3, 8, 500) and out.dtype == torch.bfloat16
+    assert out.shape == (3, 8, 500) and out.dtype == torch.float32  # fp32 for a fast argmax
     ref = torch.nn.functional.linear(h.reshape(-1, 64).bfloat16(), w.bfloat16()).view(3, 8, 500)
-    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(out, ref.float())
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("rows", [1, 7, 64])
+def test_bf16_packed_linear_matches_bf16_f_linear(bias: bool, rows: int) -> None:
+    torch.manual_seed(rows)
+    ref = nn.Linear(96, 160, bias=bias).bfloat16()
+    fast = Bf16PackedLinear(ref)
+    x = torch.randn(2, rows, 96)[:, ::1]
+    out = fast(x)
+    assert out.shape == (2, rows, 160) and out.dtype == torch.bfloat16
+    torch.testing.assert_close(out, ref(x.bfloat16()), rtol=1e-2, atol=1e-2)
+
+
+def test_pack_bf16_linears_swaps_only_bf16_linears() -> None:
+    model = nn.Sequential(nn.Linear(8, 8).bfloat16(), nn.Linear(8, 8), nn.LayerNorm(8))
+    assert pack_bf16_linears(model) == 1
+    assert isinstance(model[0], Bf16PackedLinear) and type(model[1]) is nn.Linear

@@ -26,6 +26,9 @@ class LocalEngineConfig:
     speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
     spec_block_size: int | None = None  # None: the drafter's trained block (capped on CPU, see core.py)
     spec_policy: str = "adaptive"  # "adaptive": pause speculation where it does not pay | "always"
+    # verify only drafts with cumulative drafter probability >= this (spec_step.py); None:
+    # CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with its length there), 0 on CUDA
+    spec_min_confidence: float | None = None
     threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
 
     def __post_init__(self) -> None:
@@ -45,6 +48,8 @@ class LocalEngineConfig:
             raise ValueError(f"kv_memory_gb: expected > 0, got {self.kv_memory_gb}")
         if self.spec_policy not in SPEC_POLICY_MODES:
             raise ValueError(f"spec_policy: expected one of {SPEC_POLICY_MODES}, got {self.spec_policy!r}")
+        if self.spec_min_confidence is not None and not 0 <= self.spec_min_confidence < 1:
+            raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):
             raise ValueError(f"spec_block_size: expected 1..64, got {self.spec_block_size}")
 

@@ -36,6 +36,9 @@ from turnspec.engine.protocol import (
 # Best block on the 2-core dev CPU with the default 4-layer drafter (docs/benchmarks.md, bench
 # spec 2026-11-29, 16 held-out tool turns: B=8 ahead of 6 and 16): verify cost grows with B on CPU.
 CPU_SPEC_BLOCK = 8
+# Confidence-truncated verify on CPU (spec_step.py): a draft is verified while the drafter's
+# cumulative probability stays >= this (docs/notes/2026-11-30-cpu-spec-step.md).
+CPU_SPEC_MIN_CONFIDENCE = 0.1
 
 
 def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
@@ -93,7 +96,9 @@ class EngineCore:
                                  f"block size {trained}; serve at most that (DFlash paper, Table 8)")
             default = min(CPU_SPEC_BLOCK, trained) if device.type == "cpu" else trained
             self.spec_block = cfg.spec_block_size or default
-        self.policy = SpecPolicy(mode=cfg.spec_policy)
+        self.spec_min_confidence = cfg.spec_min_confidence if cfg.spec_min_confidence is not None \
+            else (CPU_SPEC_MIN_CONFIDENCE if device.type == "cpu" else 0.0)
+        self.policy = SpecPolicy(mode=cfg.spec_policy, min_confidence=self.spec_min_confidence)
         self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size

@@ -111,9 +111,11 @@ class ModelRunner:
         self.forward_seconds += time.perf_counter() - t0
 
     @torch.inference_mode()
-    def draft(self, seqs: list[Sequence], block: int) -> torch.Tensor:
+    def draft(self, seqs: list[Sequence], block: int,
+              confidence: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One drafter pass: block [anchor, MASK x (block-1)] at positions p..p+block-1 over the
-        context rows [0, p). Returns greedy drafts [b, block-1] int64 on the device."""
+        context rows [0, p). Returns greedy drafts [b, block-1] int64 on the device and, with
+        `confidence`, the drafter's probability of each draft [b, block-1] (else None)."""
         t0 = time.perf_counter()
         b = len(seqs)
         anchors = torch.tensor([s.token_ids[-1] for s in seqs], dtype=torch.int64)
@@ -136,6 +138,8 @@ class ModelRunner:
         hidden = self.drafter.forward_block(embeds, pos.to(self.device), ctx_k, ctx_v,
                                             starts.to(self.device))
         head = self.draft_head if self.draft_head is not None else self.model.logits
-        drafts = head(hidden[:, 1:]).argmax(dim=-1)  # [b, block-1]
+        logits = head(hidden[:, 1:])  # [b, block-1, V]
+        top, drafts = logits.max(dim=-1)
+        probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
         self.forward_seconds += time.perf_counter() - t0
-        return drafts
+        return drafts, probs

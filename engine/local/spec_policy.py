@@ -14,6 +14,10 @@ Lossless either way: plain and speculative steps both commit the target's own ch
 (`initial_cost` until both kinds have run). The ratio is exact at concurrency 1 (the voice
 case); with a mixed batch a step is "spec" when any row speculates, so `c` is the batch's.
 `mode="always"` speculates on every step (the pre-policy behaviour, for A/B benches).
+
+`min_confidence` (spec_step.py): verify only the drafts whose cumulative drafter probability
+is at least this; 0 verifies the whole block. Worth it where a verify's cost grows with its
+length (CPU), not where it is flat (a GPU at small batch).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class SpecPolicy:
     ema_alpha: float = 0.3         # weight of the newest spec step in a sequence's tau EMA
     min_backoff: int = 4           # plain steps after the first unprofitable verdict
     max_backoff: int = 64
+    min_confidence: float = 0.0    # verify drafts while their cumulative probability >= this
     time_alpha: float = 0.1        # weight of the newest step in the step-time EMAs
     spec_step_s: float | None = None
     plain_step_s: float | None = None
@@ -39,7 +44,7 @@ class SpecPolicy:
         if self.mode not in MODES:
             raise ValueError(f"spec policy mode: expected one of {MODES}, got {self.mode!r}")
         if not (self.initial_cost >= 1.0 and 0 < self.ema_alpha <= 1 and 0 < self.time_alpha <= 1
-                and 1 <= self.min_backoff <= self.max_backoff):
+                and 1 <= self.min_backoff <= self.max_backoff and 0 <= self.min_confidence < 1):
             raise ValueError(f"spec policy: invalid parameters {self}")
 
     @property

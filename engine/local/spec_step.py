@@ -12,6 +12,11 @@ seen decoding one token at a time, so greedy output is identical and sampled out
 target's distribution (the drafter is deterministic; see reference/dflash.md §1).
 Per-request block sizes: drafts past a row's block are replaced by -1, which never matches.
 Rows the policy has paused (spec_policy.py) ride along with block 1: a plain step for them.
+Confidence-truncated verify (policy.min_confidence > 0): a row verifies only the drafts whose
+cumulative drafter probability stays at or above the threshold, and the verify pass shrinks to
+the longest such row. Where the verify's cost grows with its length (a CPU: ~0.6-1 ms per
+token), drafts that would almost surely be rejected are not paid for; still lossless, since a
+shorter block only commits fewer of the target's own choices.
 """
 
 from __future__ import annotations
@@ -36,11 +41,17 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
     block = max(blocks)
 
     # draft: [b, B-1] greedy proposals; rows with a smaller block get -1 past their limit
-    drafts = runner.draft(seqs, block)
+    theta = policy.min_confidence
+    drafts, probs = runner.draft(seqs, block, confidence=theta > 0)
     limit = torch.tensor([max(b, 1) - 1 for b in blocks], device=drafts.device)
+    if probs is not None:  # drafts worth verifying: cumulative drafter probability >= theta
+        limit = torch.minimum(limit, (probs.cumprod(dim=-1) >= theta).sum(dim=-1))
     usable = torch.arange(block - 1, device=drafts.device).unsqueeze(0) < limit.unsqueeze(1)
     drafts = torch.where(usable, drafts, torch.full_like(drafts, -1))
     drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
+    if probs is not None:  # the verify pass shrinks to the longest row still verifying
+        block = 1 + max((sum(1 for t in row if t >= 0) for row in drafts_host), default=0)
+        drafts, drafts_host = drafts[:, : block - 1], [row[: block - 1] for row in drafts_host]
 
     # verify: target over [anchor, drafts]; -1 slots are fed as token 0 and never accepted
     rows = [(s, [s.token_ids[-1]] + [max(t, 0) for t in d]) for s, d in zip(seqs, drafts_host, strict=True)]

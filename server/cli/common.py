@@ -23,6 +23,9 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="adaptive: a request decodes plainly while its tokens per spec step stay "
                         "below the measured price of a spec step; always: every step speculates "
                         "(default: %(default)s)")
+    g.add_argument("--spec-min-confidence", type=float, default=None,
+                   help="verify only drafts whose cumulative drafter probability is at least "
+                        "this; 0 verifies whole blocks (default: 0.1 on CPU, 0 on CUDA)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
@@ -42,7 +45,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
     return LocalEngineConfig(
         model_dir=resolve_model_dir(args.model), device=args.device, dtype=args.dtype,
         speculator=args.speculator, spec_block_size=args.spec_block_size,
-        spec_policy=args.spec_policy,
+        spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, threads=args.threads)
 

@@ -30,11 +30,14 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
     return [out[f"r{i}"] for i in range(len(prompts))], [finals[f"r{i}"] for i in range(len(prompts))]
 
 
-def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32) -> EngineCore:
+def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
+           min_confidence: float = 0.0) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
-    # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses)
+    # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
+    # whole blocks verified unless a test asks for confidence-truncated verify
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
-                            max_batch=max_batch, spec_policy="always")
+                            max_batch=max_batch, spec_policy="always",
+                            spec_min_confidence=min_confidence)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -56,6 +59,36 @@ def test_greedy_speculation_is_token_identical(tmp_path: Path, seed: int) -> Non
         assert spec.committed_tokens >= spec.verify_steps  # tau >= 1
     # acceptance must actually happen somewhere across the blocks (not a vacuous test)
     assert any(f.spec and f.spec.accepted_tokens > 0 for f in finals)
+
+
+@pytest.mark.parametrize("seed,theta", [(0, 0.5), (1, 0.8), (2, 0.3)])
+def test_confidence_truncated_verify_is_token_identical(tmp_path: Path, seed: int,
+                                                        theta: float) -> None:
+    """Verifying only the drafts the drafter is confident about (spec_min_confidence) commits
+    fewer drafts per step, never different tokens; the verify pass really gets shorter."""
+    vocab = 12
+    target = make_target(tmp_path, vocab, seed)
+    g = torch.Generator().manual_seed(seed)
+    # prompts longer than a block, so every extend of width <= block is a verify pass
+    prompts = [torch.randint(2, vocab, (int(n),), generator=g).tolist() for n in (9, 12, 17, 10)]
+    sampling = SamplingParams(max_tokens=24, ignore_eos=True)
+    plain, _ = run(engine(target, vocab), prompts, sampling)
+    verified = {}
+    for th in (0.0, theta):
+        spec_core = engine(target, vocab, make_drafter(target, 8, seed), min_confidence=th)
+        widths: list[int] = []
+        extend = spec_core.runner.extend
+
+        def recording_extend(rows, extend=extend, widths=widths):
+            widths.append(max(len(t) for _, t in rows))
+            return extend(rows)
+
+        spec_core.runner.extend = recording_extend
+        got, _ = run(spec_core, prompts, sampling, [None, 3, 0, None])
+        assert got == plain, f"seed={seed} theta={th}"
+        verified[th] = [w for w in widths if w <= 8]  # the verify passes
+    assert sum(verified[theta]) < sum(verified[0.0]), verified  # shorter verify passes
+    assert max(verified[theta]) > 1  # and still some drafts verified
 
 
 def test_sampled_speculation_has_target_distribution(tmp_path: Path) -> None:

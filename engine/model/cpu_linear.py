@@ -54,18 +54,21 @@ class MklPackedLinear(nn.Module):
         return out.view(*shape[:-1], self.out_features)
 
 
-def pack_linears(model: nn.Module) -> int:
-    """Replace every fp32 CPU nn.Linear in `model` with MklPackedLinear; returns the count."""
-    if not mkl_packed_available():
-        return 0
+def _swap_linears(model: nn.Module, dtype: torch.dtype, make: type[nn.Module]) -> int:
+    """Replace every CPU nn.Linear of `dtype` in `model` with make(linear); returns the count."""
     count = 0
     for module in list(model.modules()):
         for child_name, child in list(module.named_children()):
-            if isinstance(child, nn.Linear) and child.weight.dtype == torch.float32 \
+            if isinstance(child, nn.Linear) and child.weight.dtype == dtype \
                     and child.weight.device.type == "cpu":
-                setattr(module, child_name, MklPackedLinear(child))
+                setattr(module, child_name, make(child))
                 count += 1
     return count
+
+
+def pack_linears(model: nn.Module) -> int:
+    """Replace every fp32 CPU nn.Linear in `model` with MklPackedLinear; returns the count."""
+    return _swap_linears(model, torch.float32, MklPackedLinear) if mkl_packed_available() else 0
 
 
 def cpu_has_native_bf16() -> bool:
@@ -109,14 +112,7 @@ class Bf16PackedLinear(nn.Module):
 
 def pack_bf16_linears(model: nn.Module) -> int:
     """Replace every bf16 CPU nn.Linear in `model` with Bf16PackedLinear; returns the count."""
-    count = 0
-    for module in list(model.modules()):
-        for child_name, child in list(module.named_children()):
-            if isinstance(child, nn.Linear) and child.weight.dtype == torch.bfloat16 \
-                    and child.weight.device.type == "cpu":
-                setattr(module, child_name, Bf16PackedLinear(child))
-                count += 1
-    return count
+    return _swap_linears(model, torch.bfloat16, Bf16PackedLinear)
 
 
 class Bf16DraftHead(nn.Module):

@@ -29,6 +29,9 @@ class LocalEngineConfig:
     # verify only drafts with cumulative drafter probability >= this (spec_step.py); None:
     # CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with its length there), 0 on CUDA
     spec_min_confidence: float | None = None
+    # prompt-lookup drafts where the drafter expects little (spec_step.py, ngram.py); None: on
+    # on CPU (measured there, docs/benchmarks.md), off on CUDA (not measured there yet)
+    spec_lookup: bool | None = None
     threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
 
     def __post_init__(self) -> None:
@@ -50,6 +53,8 @@ class LocalEngineConfig:
             raise ValueError(f"spec_policy: expected one of {SPEC_POLICY_MODES}, got {self.spec_policy!r}")
         if self.spec_min_confidence is not None and not 0 <= self.spec_min_confidence < 1:
             raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
+        if self.spec_lookup is not None and not isinstance(self.spec_lookup, bool):
+            raise ValueError(f"spec_lookup: expected True, False or None, got {self.spec_lookup!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):
             raise ValueError(f"spec_block_size: expected 1..64, got {self.spec_block_size}")
 

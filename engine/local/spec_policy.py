@@ -17,7 +17,9 @@ case); with a mixed batch a step is "spec" when any row speculates, so `c` is th
 
 `min_confidence` (spec_step.py): verify only the drafts whose cumulative drafter probability
 is at least this; 0 verifies the whole block. Worth it where a verify's cost grows with its
-length (CPU), not where it is flat (a GPU at small batch).
+length (CPU), not where it is flat (a GPU at small batch). `lookup` lets a row take a
+prompt-lookup continuation (ngram.py) when its drafter expects fewer than `lookup_below`
+accepted drafts.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class SpecPolicy:
     min_backoff: int = 4           # plain steps after the first unprofitable verdict
     max_backoff: int = 64
     min_confidence: float = 0.0    # verify drafts while their cumulative probability >= this
+    lookup: bool = False           # prompt-lookup drafts where the drafter expects little
+    lookup_below: float = 2.0      # ... i.e. fewer accepted drafts than this (spec_step.py)
     time_alpha: float = 0.1        # weight of the newest step in the step-time EMAs
     spec_step_s: float | None = None
     plain_step_s: float | None = None
@@ -44,7 +48,8 @@ class SpecPolicy:
         if self.mode not in MODES:
             raise ValueError(f"spec policy mode: expected one of {MODES}, got {self.mode!r}")
         if not (self.initial_cost >= 1.0 and 0 < self.ema_alpha <= 1 and 0 < self.time_alpha <= 1
-                and 1 <= self.min_backoff <= self.max_backoff and 0 <= self.min_confidence < 1):
+                and 1 <= self.min_backoff <= self.max_backoff and 0 <= self.min_confidence < 1
+                and self.lookup_below >= 0):
             raise ValueError(f"spec policy: invalid parameters {self}")
 
     @property

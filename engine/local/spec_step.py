@@ -17,6 +17,10 @@ cumulative drafter probability stays at or above the threshold, and the verify p
 the longest such row. Where the verify's cost grows with its length (a CPU: ~0.6-1 ms per
 token), drafts that would almost surely be rejected are not paid for; still lossless, since a
 shorter block only commits fewer of the target's own choices.
+Prompt lookup (policy.lookup): a row whose drafter expects little of its block (the sum of the
+drafts' cumulative probabilities, i.e. its expected accepted drafts, below
+policy.lookup_below) takes the continuation of the latest earlier occurrence of its last
+tokens instead (ngram.py), when there is one: copies from the context that the drafter misses.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from turnspec.engine.local.grammar_mask import mask_block
+from turnspec.engine.local.ngram import ngram_continuation
 from turnspec.engine.local.sampling import sample_rows
 from turnspec.engine.local.sequence import Sequence
 from turnspec.kernels.dflash_accept import dflash_accept
@@ -42,13 +47,20 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
 
     # draft: [b, B-1] greedy proposals; rows with a smaller block get -1 past their limit
     theta = policy.min_confidence
-    drafts, probs = runner.draft(seqs, block, confidence=theta > 0)
-    limit = torch.tensor([max(b, 1) - 1 for b in blocks], device=drafts.device)
-    if probs is not None:  # drafts worth verifying: cumulative drafter probability >= theta
-        limit = torch.minimum(limit, (probs.cumprod(dim=-1) >= theta).sum(dim=-1))
-    usable = torch.arange(block - 1, device=drafts.device).unsqueeze(0) < limit.unsqueeze(1)
-    drafts = torch.where(usable, drafts, torch.full_like(drafts, -1))
+    drafts, probs = runner.draft(seqs, block, confidence=theta > 0 or policy.lookup)
+    dev = drafts.device
+    limit = torch.tensor([max(b, 1) - 1 for b in blocks], device=dev)
+    slots = torch.arange(block - 1, device=dev).unsqueeze(0)
+    expected = None
+    if probs is not None:
+        reach = probs.cumprod(dim=-1) * (slots < limit.unsqueeze(1))  # P(draft k is accepted)
+        expected = reach.sum(dim=-1).tolist() if policy.lookup else None  # accepted drafts
+        if theta > 0:  # drafts worth verifying: cumulative drafter probability >= theta
+            limit = torch.minimum(limit, (reach >= theta).sum(dim=-1))
+    drafts = torch.where(slots < limit.unsqueeze(1), drafts, torch.full_like(drafts, -1))
     drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
+    if policy.lookup and _lookup(seqs, blocks, spec_rows, expected, drafts_host, policy.lookup_below):
+        drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
     if probs is not None:  # the verify pass shrinks to the longest row still verifying
         block = 1 + max((sum(1 for t in row if t >= 0) for row in drafts_host), default=0)
         drafts, drafts_host = drafts[:, : block - 1], [row[: block - 1] for row in drafts_host]
@@ -84,3 +96,18 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
     if out.taps is not None:
         runner.store_context(ctx_items, out.taps)
     return new_tokens, advance
+
+
+def _lookup(seqs: list[Sequence], blocks: list[int], spec_rows: list[bool], expected: list[float],
+            drafts_host: list[list[int]], below: float) -> bool:
+    """Swap in prompt-lookup drafts (in place) for speculating rows whose drafter expects fewer
+    than `below` accepted drafts and whose last tokens occurred earlier; True if any row did."""
+    width, swapped = len(drafts_host[0]) if drafts_host else 0, False
+    for r, seq in enumerate(seqs):
+        if not spec_rows[r] or expected[r] >= below:
+            continue
+        cont = ngram_continuation(seq.token_ids, blocks[r] - 1)
+        if len(cont) >= 2:  # a single copied token is not worth a swap
+            drafts_host[r] = cont + [-1] * (width - len(cont))
+            swapped = True
+    return swapped

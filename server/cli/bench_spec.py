@@ -3,7 +3,8 @@ prompt-lookup assisted), same model, same held-out prompts, greedy, same run; ta
 tok/s is decode throughput at concurrency 1 (first token to last; prefill excluded, cold
 prefix cache for every prompt). Configurations run interleaved prompt by prompt, so drift in
 the machine's speed hits them alike. DFlash runs once per policy (engine/local/spec_policy.py),
-block size and verify-confidence threshold (`--confidences`; "p0.1" in the table). On CUDA an untimed pass over every prompt and configuration comes first, so
+block size, verify-confidence threshold (`--confidences`; "p0.1" in the table) and prompt-lookup
+drafts where the drafter expects little (`--lookups`; "+lookup"). On CUDA an untimed pass over every prompt and configuration comes first, so
 Triton compiles (one per new kernel variant) stay out of the timed pass; the JSON records how
 many still happened inside it (`triton_compiles_timed`).
 
@@ -40,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--confidences", default=None,
                    help="verify-confidence thresholds to try (comma-separated; 0 verifies whole "
                         "blocks; default: the engine's, --spec-min-confidence or 0.1 CPU / 0 CUDA)")
+    p.add_argument("--lookups", default=None,
+                   help="prompt-lookup settings to try: off, on or off,on (default: the engine's, "
+                        "--spec-lookup or on CPU / off CUDA)")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
     p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")
@@ -87,14 +91,29 @@ def _run_core(core, prompt: list[int], max_new: int, block: int | None) -> tuple
 
 
 def _engine_runs(plain_core, spec_core, prompt: list[int], max_new: int,
-                 states: dict[tuple[str, int, float], SpecPolicy]) -> list[tuple]:
-    """`_run_core` for no speculation, then for each (policy, block, confidence) in `states`
-    order with that configuration's policy state on the spec core."""
+                 states: dict[tuple[str, int, float, bool], SpecPolicy]) -> list[tuple]:
+    """`_run_core` for no speculation, then for each (policy, block, confidence, lookup) in
+    `states` order with that configuration's policy state on the spec core."""
     runs = [_run_core(plain_core, prompt, max_new, None)]
-    for (_, block, _), policy in states.items():
+    for (_, block, _, _), policy in states.items():
         spec_core.policy = policy
         runs.append(_run_core(spec_core, prompt, max_new, block))
     return runs
+
+
+def _on_off(x: str) -> bool:
+    if x not in ("on", "off"):
+        raise ValueError(f"--lookups: expected on/off values, got {x!r}")
+    return x == "on"
+
+
+def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
+    return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
+
+
+def _config_name(x: dict) -> str:
+    return (f"DFlash {x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
+            + (" +lookup" if x.get("lookup") else ""))
 
 
 def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
@@ -123,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     blocks = [int(b) for b in args.blocks.split(",")]
     policies = args.policies.split(",")
     confs = [float(c) for c in args.confidences.split(",")] if args.confidences else []
+    lookups = [_on_off(x) for x in args.lookups.split(",")] if args.lookups else []
     for pol in policies:
         for conf in confs or [0.0]:
             SpecPolicy(mode=pol, min_confidence=conf)  # validates
@@ -148,19 +168,20 @@ def run(args: argparse.Namespace) -> int:
     if hf is not None:
         _run_hf(hf, warm, 4, eos, None)
     confs = confs or [spec_core.spec_min_confidence]
-    configs = [(pol, b, c) for pol in policies for b in blocks for c in confs]
+    lookups = lookups or [spec_core.spec_lookup]
+    configs = [(pol, b, c, lk) for pol in policies for b in blocks for c in confs for lk in lookups]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
                 _engine_runs(plain_core, spec_core, p, args.max_new_tokens,
-                             {c: SpecPolicy(mode=c[0], min_confidence=c[2]) for c in configs})
+                             {c: _policy(c) for c in configs})
     compiles0 = compiled_variants()
     rows = []
     for source, prompts in sorted(by_source.items()):
         # interleaved per prompt (plain, every spec config, transformers, prompt-lookup), so a
         # machine that slows down or speeds up mid-run shifts every configuration alike
         acc = {name: _Acc() for name in ["plain", *configs, "hf", "lookup"]}
-        states = {c: SpecPolicy(mode=c[0], min_confidence=c[2]) for c in configs}  # per-config step times
+        states = {c: _policy(c) for c in configs}  # per-config step times
         for p in prompts:
             runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
             for name, r in zip(["plain", *configs], runs, strict=True):
@@ -172,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         row = {"source": source, "prompts": len(prompts), "turnspec_plain_tok_s": base["tok_s"], "spec": []}
         for c in configs:
             r = acc[c].result()
-            row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2],
+            row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
                                 "tok_s": r["tok_s"], "tau": r["tau"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
@@ -190,8 +211,7 @@ def run(args: argparse.Namespace) -> int:
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
         best = max(row["spec"], key=lambda x: x["tok_s"])
-        row["best"] = {"policy": best["policy"], "block": best["block"],
-                       "min_confidence": best["min_confidence"]}
+        row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup")}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)
@@ -200,28 +220,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_table(r: dict) -> None:
-    print(f"\n{' turnspec bench spec ':=^78}")
+    print(f"\n{' turnspec bench spec ':=^87}")
     cpu = f" ({r['cpu']})" if r.get('cpu') else ""
     print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
     if r.get("triton_compiles_timed"):
         print(f"WARNING: {r['triton_compiles_timed']} Triton kernel variants compiled inside the "
               "timed pass: the configurations that met them first carry their compile time")
-    hdr = (f"{'source':<9}{'config':<27}{'tok/s':>9}{'tau':>7}{'spec tok':>9}{'vs plain':>10}"
+    hdr = (f"{'source':<9}{'config':<36}{'tok/s':>9}{'tau':>7}{'spec tok':>9}{'vs plain':>10}"
            f"{'identical':>11}")
     print(hdr)
     print("-" * len(hdr))
     for row in r["rows"]:
         base = row["turnspec_plain_tok_s"]
-        print(f"{row['source']:<9}{'turnspec, no spec':<27}{base:>9.2f}{'':>16}{1.0:>9.2f}x")
+        print(f"{row['source']:<9}{'turnspec, no spec':<36}{base:>9.2f}{'':>16}{1.0:>9.2f}x")
         for x in row["spec"]:
             tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
             share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
-            name = f"DFlash {x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
-            print(f"{'':<9}{name:<27}{x['tok_s']:>9.2f}{tau:>7}{share:>9}{x['speedup']:>9.2f}x"
+            name = _config_name(x)
+            print(f"{'':<9}{name:<36}{x['tok_s']:>9.2f}{tau:>7}{share:>9}{x['speedup']:>9.2f}x"
                   f"{str(x['identical']):>11}")
         if "transformers_tok_s" in row:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
-                print(f"{'':<9}{name:<27}{row[key]:>9.2f}{'':>16}{row[key] / base:>9.2f}x")
-        b = row["best"]
-        print(f"{'':<9}best: {b['policy']} B={b['block']} p{b.get('min_confidence', 0):g}")
-    print("=" * 78)
+                print(f"{'':<9}{name:<36}{row[key]:>9.2f}{'':>16}{row[key] / base:>9.2f}x")
+        print(f"{'':<9}best: {_config_name(row['best'])[len('DFlash '):]}")
+    print("=" * 87)

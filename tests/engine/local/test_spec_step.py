@@ -31,13 +31,13 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
-           min_confidence: float = 0.0) -> EngineCore:
+           min_confidence: float = 0.0, lookup: bool = False) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
-    # whole blocks verified unless a test asks for confidence-truncated verify
+    # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
                             max_batch=max_batch, spec_policy="always",
-                            spec_min_confidence=min_confidence)
+                            spec_min_confidence=min_confidence, spec_lookup=lookup)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -89,6 +89,34 @@ def test_confidence_truncated_verify_is_token_identical(tmp_path: Path, seed: in
         verified[th] = [w for w in widths if w <= 8]  # the verify passes
     assert sum(verified[theta]) < sum(verified[0.0]), verified  # shorter verify passes
     assert max(verified[theta]) > 1  # and still some drafts verified
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prompt_lookup_drafts_keep_greedy_identical(tmp_path: Path, monkeypatch, seed: int) -> None:
+    """Rows whose drafter expects little take prompt-lookup continuations (repetitive prompts
+    make them exist); output stays plain greedy, and the lookup drafts really were used."""
+    from turnspec.engine.local import spec_step
+
+    vocab = 12
+    target = make_target(tmp_path, vocab, seed)
+    g = torch.Generator().manual_seed(seed)
+    motif = torch.randint(2, vocab, (5,), generator=g).tolist()
+    prompts = [motif * 3, motif * 2 + [3, 4], torch.randint(2, vocab, (11,), generator=g).tolist()]
+    sampling = SamplingParams(max_tokens=24, ignore_eos=True)
+    plain, _ = run(engine(target, vocab), prompts, sampling)
+    swaps: list[bool] = []
+    real = spec_step._lookup
+
+    def counting_lookup(*args):
+        swaps.append(real(*args))
+        return swaps[-1]
+
+    monkeypatch.setattr(spec_step, "_lookup", counting_lookup)
+    spec_core = engine(target, vocab, make_drafter(target, 8, seed), min_confidence=0.1, lookup=True)
+    spec_core.policy.lookup_below = 8.0  # every row asks for a lookup continuation
+    got, _ = run(spec_core, prompts, sampling)
+    assert got == plain, f"seed={seed}"
+    assert any(swaps), "no lookup continuation was ever swapped in"
 
 
 def test_sampled_speculation_has_target_distribution(tmp_path: Path) -> None:

@@ -1,0 +1,39 @@
+"""Prompt-lookup drafts for the spec step: the continuation of the latest earlier occurrence of
+the sequence's last n tokens (n from `ngram_max` down to `ngram_min`).
+
+Why beside the DFlash drafter: voice agents repeat their context (a confirmation read back, an
+earlier agent line paraphrased, a tool result spoken), and the drafter has learned to copy only
+in the shapes it was trained on; on run 5's worst held-out turns it commits one token per step
+through a sentence that stands verbatim three messages up. The spec step takes this
+continuation instead of the drafter's block when the drafter expects little of its own block
+(spec_step.py). Drafts are proposals either way: the target verifies them, so output is
+unchanged. Host-side: one backwards scan for the last token, then an n-gram check per hit.
+"""
+
+from __future__ import annotations
+
+
+def ngram_continuation(tokens: list[int], max_len: int, ngram_min: int = 2,
+                       ngram_max: int = 4) -> list[int]:
+    """Up to `max_len` tokens that followed the most recent earlier occurrence of the longest
+    matching suffix of `tokens` (length ngram_max..ngram_min); [] if none."""
+    if not 1 <= ngram_min <= ngram_max:
+        raise ValueError(f"ngram sizes: expected 1 <= ngram_min <= ngram_max, got {ngram_min}, {ngram_max}")
+    end = len(tokens) - 1  # the anchor: the last token
+    if end < ngram_min or max_len < 1:
+        return []
+    last = tokens[end]
+    best_n, best_j = 0, -1
+    for j in range(end - 1, ngram_min - 2, -1):  # latest occurrences first
+        if tokens[j] != last:
+            continue
+        n = 1
+        while n < ngram_max and j - n >= 0 and tokens[j - n] == tokens[end - n]:
+            n += 1
+        if n > best_n:
+            best_n, best_j = n, j
+            if n == ngram_max:
+                break
+    if best_n < ngram_min:
+        return []
+    return tokens[best_j + 1 : min(best_j + 1 + max_len, end + 1)]

@@ -1,0 +1,28 @@
+"""Prompt-lookup continuations: longest matching suffix, latest occurrence, bounded length."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnspec.engine.local.ngram import ngram_continuation
+
+
+def test_continues_the_latest_longest_match() -> None:
+    toks = [5, 6, 7, 1, 5, 6, 7, 2, 9, 6, 7]
+    # suffix [6, 7]: latest earlier occurrence at 5..6 -> continues [2, 9, 6]
+    assert ngram_continuation(toks, 3) == [2, 9, 6]
+    # a longer match wins over a later shorter one: suffix [5, 6, 7] only occurs at 0..2
+    toks2 = [5, 6, 7, 1, 6, 7, 2, 5, 6, 7]
+    assert ngram_continuation(toks2, 2) == [1, 6]
+    # capped at 2-grams, the later [6, 7] at 4..5 is the latest match
+    assert ngram_continuation(toks2, 2, ngram_min=2, ngram_max=2) == [2, 5]
+
+
+def test_no_match_and_bounds() -> None:
+    assert ngram_continuation([1, 2, 3, 4], 5) == []          # no earlier occurrence
+    assert ngram_continuation([1, 2, 9, 2], 5) == []          # [9, 2] never seen before
+    assert ngram_continuation([3, 4, 8, 3, 4], 1) == [8]      # max_len caps the copy
+    assert ngram_continuation([3, 4, 3, 4], 9) == [3, 4]      # never past the anchor
+    assert ngram_continuation([7], 4) == []
+    with pytest.raises(ValueError, match="ngram_min"):
+        ngram_continuation([1, 2], 2, ngram_min=3, ngram_max=2)

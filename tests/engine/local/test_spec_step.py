@@ -119,14 +119,16 @@ def test_prompt_lookup_drafts_keep_greedy_identical(tmp_path: Path, monkeypatch,
     assert any(swaps), "no lookup continuation was ever swapped in"
 
 
-def test_sampled_speculation_has_target_distribution(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lookup", [False, True])
+def test_sampled_speculation_has_target_distribution(tmp_path: Path, lookup: bool) -> None:
     """Two sampled tokens after a fixed prompt: the empirical joint distribution of
-    (t1, t2) under speculation matches the target's exact joint (chi-squared)."""
+    (t1, t2) under speculation matches the target's exact joint (chi-squared). With lookup,
+    a repetitive prompt and a high lookup_below make prompt-lookup drafts verify instead."""
     from transformers import AutoModelForCausalLM
 
     vocab = 6
     target = make_target(tmp_path, vocab, seed=3, layers=4, hidden=32)
-    prompt = [2, 3, 4, 5]
+    prompt = [2, 3, 4, 2, 3] if lookup else [2, 3, 4, 5]
     hf = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float64).eval()
     with torch.no_grad():
         p1 = torch.softmax(hf(torch.tensor([prompt])).logits[0, -1], -1)
@@ -134,7 +136,8 @@ def test_sampled_speculation_has_target_distribution(tmp_path: Path) -> None:
         p2 = torch.softmax(hf(seqs).logits[:, -1], -1)
     exact = (p1.unsqueeze(1) * p2).flatten()  # [vocab * vocab]
 
-    core = engine(target, vocab, make_drafter(target, 4, seed=3), max_batch=256)
+    core = engine(target, vocab, make_drafter(target, 4, seed=3), max_batch=256, lookup=lookup)
+    core.policy.lookup_below = 8.0
     n = 3000
     counts = torch.zeros(vocab * vocab)
     for start in range(0, n, 250):

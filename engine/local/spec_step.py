@@ -54,7 +54,8 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
     expected = None
     if probs is not None:
         reach = probs.cumprod(dim=-1) * (slots < limit.unsqueeze(1))  # P(draft k is accepted)
-        expected = reach.sum(dim=-1).tolist() if policy.lookup else None  # accepted drafts
+        # expected accepted drafts per row: a host sync of its own (lookup is off on CUDA)
+        expected = reach.sum(dim=-1).tolist() if policy.lookup else None
         if theta > 0:  # drafts worth verifying: cumulative drafter probability >= theta
             limit = torch.minimum(limit, (reach >= theta).sum(dim=-1))
     drafts = torch.where(slots < limit.unsqueeze(1), drafts, torch.full_like(drafts, -1))

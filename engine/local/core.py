@@ -96,11 +96,12 @@ class EngineCore:
                                  f"block size {trained}; serve at most that (DFlash paper, Table 8)")
             default = min(CPU_SPEC_BLOCK, trained) if device.type == "cpu" else trained
             self.spec_block = cfg.spec_block_size or default
-        self.spec_min_confidence = cfg.spec_min_confidence if cfg.spec_min_confidence is not None \
-            else (CPU_SPEC_MIN_CONFIDENCE if device.type == "cpu" else 0.0)
-        self.spec_lookup = cfg.spec_lookup if cfg.spec_lookup is not None else device.type == "cpu"
-        self.policy = SpecPolicy(mode=cfg.spec_policy, min_confidence=self.spec_min_confidence,
-                                 lookup=self.spec_lookup)
+        on_cpu = device.type == "cpu"  # where a verify's cost grows with its length
+        self.policy = SpecPolicy(
+            mode=cfg.spec_policy,
+            min_confidence=cfg.spec_min_confidence if cfg.spec_min_confidence is not None
+            else (CPU_SPEC_MIN_CONFIDENCE if on_cpu else 0.0),
+            lookup=cfg.spec_lookup if cfg.spec_lookup is not None else on_cpu)
         self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size

@@ -111,8 +111,9 @@ def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
-def _config_name(x: dict) -> str:
-    return (f"DFlash {x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
+def _config_label(x: dict) -> str:
+    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup"."""
+    return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
             + (" +lookup" if x.get("lookup") else ""))
 
 
@@ -167,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
     _run_core(spec_core, warm, 4, max(blocks))
     if hf is not None:
         _run_hf(hf, warm, 4, eos, None)
-    confs = confs or [spec_core.spec_min_confidence]
-    lookups = lookups or [spec_core.spec_lookup]
+    confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
+    lookups = lookups or [spec_core.policy.lookup]
     configs = [(pol, b, c, lk) for pol in policies for b in blocks for c in confs for lk in lookups]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
@@ -236,11 +237,11 @@ def print_table(r: dict) -> None:
         for x in row["spec"]:
             tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
             share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
-            name = _config_name(x)
+            name = f"DFlash {_config_label(x)}"
             print(f"{'':<9}{name:<36}{x['tok_s']:>9.2f}{tau:>7}{share:>9}{x['speedup']:>9.2f}x"
                   f"{str(x['identical']):>11}")
         if "transformers_tok_s" in row:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
                 print(f"{'':<9}{name:<36}{row[key]:>9.2f}{'':>16}{row[key] / base:>9.2f}x")
-        print(f"{'':<9}best: {_config_name(row['best'])[len('DFlash '):]}")
+        print(f"{'':<9}best: {_config_label(row['best'])}")
     print("=" * 87)

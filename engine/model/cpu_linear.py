@@ -90,6 +90,14 @@ def _bf16_prepacked(weight: torch.Tensor, batch_hint: int) -> torch.Tensor:
                                                    batch_hint)
 
 
+def _bf16_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x [..., in] -> bf16 [..., out] through a prepacked weight. The GEMM input is 2-D and
+    contiguous: a strided 3-D input (the drafter's slots 1..) would otherwise be copied."""
+    x2 = x.reshape(-1, x.shape[-1]).to(torch.bfloat16).contiguous()
+    out = torch.ops.mkldnn._linear_pointwise(x2, packed, bias, "none", [], "")
+    return out.view(*x.shape[:-1], -1)
+
+
 class Bf16PackedLinear(nn.Module):
     """A frozen bf16 nn.Linear on a CPU with native bf16, its weight prepacked for oneDNN: the
     drafter's linears (dev EPYC, 2026-11-30: the 4-layer block pass at B=8 3.95 -> 3.33 ms)."""
@@ -105,9 +113,7 @@ class Bf16PackedLinear(nn.Module):
         self.bias = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x2 = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
-        out = torch.ops.mkldnn._linear_pointwise(x2, self.packed, self.bias, "none", [], "")
-        return out.view(*x.shape[:-1], self.out_features)
+        return _bf16_linear(x, self.packed, self.bias)
 
 
 def pack_bf16_linears(model: nn.Module) -> int:
@@ -126,10 +132,6 @@ class Bf16DraftHead(nn.Module):
     def __init__(self, weight: torch.Tensor) -> None:
         super().__init__()
         self.register_buffer("packed", _bf16_prepacked(weight, 8), persistent=False)
-        self.in_features = weight.shape[1]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        # 2-D and contiguous (a strided 3-D input would copy; the drafter passes slots 1..)
-        x = hidden.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
-        out = torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
-        return out.float().view(*hidden.shape[:-1], -1)
+        return _bf16_linear(hidden, self.packed, None).float()

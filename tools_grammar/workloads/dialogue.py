@@ -13,6 +13,7 @@ from typing import Any
 from turnspec.tools_grammar.schema import validate_arguments
 from turnspec.tools_grammar.workloads import spoken
 from turnspec.tools_grammar.workloads.catalog import Domain
+from turnspec.tools_grammar.workloads.paraphrase import vary
 from turnspec.tools_grammar.workloads.spoken import Said
 
 FIRST_NAMES = ("Maria", "James", "Priya", "Wei", "Fatima", "Carlos", "Emily", "Kwame", "Olivia", "Noah",
@@ -95,8 +96,9 @@ class Dialogue:
         self.messages.append({"role": "user", "content": spoken.filler(self.rng, filler, first) + text})
 
     def say(self, *variants: str) -> None:
-        """One spoken assistant turn (no tool call)."""
-        text = _SPACES.sub(" ", self.rng.choice(variants)).strip()
+        """One spoken assistant turn (no tool call): a random variant, paraphrased (`vary`) so
+        the scripted sentences rarely recur exactly across calls."""
+        text = vary(self.rng, _SPACES.sub(" ", self.rng.choice(variants)).strip())
         self.messages.append({"role": "assistant", "content": text})
 
     def call(self, name: str, arguments: dict, result: dict) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnspec.tools_grammar.workloads import generate_conversations, readback_conversations
-from turnspec.tools_grammar.workloads.readback import ASKS
+from turnspec.tools_grammar.workloads.readback import ASKS, HOLDS, RETURNS
 
 
 def test_readback_cuts_after_a_reply_to_a_tool_result() -> None:
@@ -13,15 +13,23 @@ def test_readback_cuts_after_a_reply_to_a_tool_result() -> None:
     out = list(readback_conversations(convs, 1.0, seed=3))
     assert len(out) >= 35                                # nearly every call has such a reply
     by_id = {c.id: c for c in convs}
+    held = set()
     for r in out:
         src = by_id[r.id.removesuffix(":readback")]
-        n = len(r.messages) - 1
+        ask = r.messages[-1]
+        assert ask == {"role": "user", "content": ask["content"]}
+        holds = 0
+        while (r.messages[-2 - 2 * holds]["content"], r.messages[-3 - 2 * holds]["content"]) in \
+                {(a, c) for c, a in HOLDS}:
+            holds += 1
+        assert holds <= 2 and ask["content"] in (RETURNS if holds else ASKS)
+        n = len(r.messages) - 1 - 2 * holds
         assert r.messages[:n] == src.messages[:n]        # a prefix of the original call
-        assert r.messages[-1] == {"role": "user", "content": r.messages[-1]["content"]}
-        assert r.messages[-1]["content"] in ASKS
-        assert r.messages[-2]["role"] == "assistant" and r.messages[-2]["content"]
-        assert r.messages[-3]["role"] == "tool"
+        assert r.messages[n - 1]["role"] == "assistant" and r.messages[n - 1]["content"]
+        assert r.messages[n - 2]["role"] == "tool"
         assert (r.split, r.scenario, r.tools) == (src.split, src.scenario, src.tools)
+        held.add(holds)
+    assert held == {0, 1, 2}                             # the reply to copy is not always the last
 
 
 def test_readback_fraction_is_stable_and_seeded() -> None:

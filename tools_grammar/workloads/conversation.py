@@ -168,4 +168,6 @@ def _load_domains() -> None:
         domains_commerce,
         domains_hospitality,
         domains_money,
+        scenarios_more_a,
+        scenarios_more_b,
     )

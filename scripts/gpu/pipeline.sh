@@ -72,6 +72,14 @@ ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --bloc
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
 # The committed drafter (the warm start's source) on the same held-out turns: before/after.
 ts speculator eval --data runs/eval-data.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_b16.json
+# Held-out turns of an earlier session (.gpu-carry/prev-heldout/*.jsonl.gz, carried in call B2):
+# new and committed drafter on the very turns the committed one was scored on, whatever the
+# workload generator does today (the samples hold their token ids).
+for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
+  n=$(basename "$h" .jsonl.gz); gunzip -c "$h" > runs/$n.jsonl
+  ts speculator eval --data runs/$n.jsonl --drafter $D --device cuda --block-size 16 --json runs/out/tau_main_$n.json
+  ts speculator eval --data runs/$n.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_$n.json
+done
 split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log

@@ -87,5 +87,5 @@ cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-s
 cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md; cp runs/bench-heldout.jsonl runs/out/
 (cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' --exclude='responses-*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
 touch runs/pipeline.done
-ts bench spec --data runs/bench-heldout.jsonl --device cuda --speculator $D --blocks 8,16 --n 8 --json runs/out/bench_spec_gpu.json
+ts bench spec --data runs/bench-heldout.jsonl --device cuda --speculator $D --blocks 8,16 --policies adaptive --lookups off,on --n 8 --json runs/out/bench_spec_gpu.json
 touch runs/bench.done

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from turnspec.speculator.datagen import PromptItem
 from turnspec.tools_grammar.schema import ToolSpec, parse_tools
 from turnspec.tools_grammar.workloads import (
+    dictation_conversations,
     generate_conversations,
     generic_prompts,
     readback_conversations,
@@ -29,7 +30,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        heldout_conversations: int, generic: int | None = None,
                        generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
                        seed: int = 0, shard: int = 0, num_shards: int = 1,
-                       readback_frac: float = 0.0,
+                       readback_frac: float = 0.0, dictation_frac: float = 0.0,
                        keep: Callable[[str], bool] | None = None) -> tuple[list[PromptItem], int]:
     """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
 
@@ -40,12 +41,15 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     readback_frac: that share of each split's conversations also gives one readback prompt
     (source "readback": the caller asks to hear the agent's last reply again, an in-context
     copy); 0 leaves the items exactly as before.
+    dictation_frac: likewise, a caller dictating random details and asking for them back
+    (source "dictation": copies that cannot be memorised); 0 leaves the items as before.
     keep: render only the prompts whose id it accepts (rebuilding packed responses).
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
         raise ValueError(f"generic_heldout_frac: expected [0, 1), got {generic_heldout_frac}")
-    if not 0.0 <= readback_frac <= 1.0:
-        raise ValueError(f"readback_frac: expected [0, 1], got {readback_frac}")
+    for name, frac in (("readback_frac", readback_frac), ("dictation_frac", dictation_frac)):
+        if not 0.0 <= frac <= 1.0:
+            raise ValueError(f"{name}: expected [0, 1], got {frac}")
     if num_shards < 1 or not 0 <= shard < num_shards:
         raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
     items: list[PromptItem] = []
@@ -57,6 +61,8 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
         turns = [(t, "tools") for t in turns_for_prompting(convs)]
         turns += [(t, "readback") for t in turns_for_prompting(
             readback_conversations(convs, readback_frac, seed=seed)) if t.expected is None]
+        turns += [(t, "dictation") for t in turns_for_prompting(
+            dictation_conversations(convs, dictation_frac, seed=seed)) if t.expected is None]
         for turn, source in turns:
             if next(counter) % num_shards != shard:
                 continue

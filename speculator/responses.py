@@ -21,7 +21,9 @@ from turnspec.speculator.prompts import RenderFn, build_prompt_items
 
 # datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
 BUILD_KEYS = ("tool_conversations", "heldout_conversations", "generic", "generic_heldout_frac",
-              "max_prompt_tokens", "seed", "readback_frac")
+              "max_prompt_tokens", "seed", "readback_frac", "dictation_frac")
+# keys added later, with the value that rebuilds packs written before them
+BUILD_DEFAULTS = {"dictation_frac": 0.0}
 
 
 def prompt_hash(ids: tuple[int, ...]) -> str:
@@ -32,6 +34,7 @@ def pack_responses(data: str | Path, out_file: str | Path) -> dict:
     """data: a datagen folder (samples.jsonl + meta.json) -> gzipped JSONL of completions."""
     meta_path = samples_path(data).parent / "meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = {**BUILD_DEFAULTS, **meta}
     missing = [k for k in BUILD_KEYS if k not in meta]
     if missing:
         raise ValueError(f"{meta_path}: missing datagen arguments {missing}; only data written by "

@@ -32,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--readback-frac", type=float, default=0.0,
                    help="share of conversations that also give a readback prompt (the caller asks "
                         "to hear the last reply again: in-context copying; source 'readback')")
+    d.add_argument("--dictation-frac", type=float, default=0.0,
+                   help="share of conversations that also give a dictation prompt (the caller "
+                        "reads out random details and asks for them back: copies that cannot be "
+                        "memorised; source 'dictation')")
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
@@ -155,11 +159,13 @@ def run_datagen(args: argparse.Namespace) -> int:
         heldout_conversations=args.heldout_conversations, generic=args.generic,
         generic_heldout_frac=args.generic_heldout_frac,
         max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
-        num_shards=args.shard[1], readback_frac=args.readback_frac)
+        num_shards=args.shard[1], readback_frac=args.readback_frac,
+        dictation_frac=args.dictation_frac)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
-            "readback_frac": args.readback_frac, "generic_heldout_frac": args.generic_heldout_frac,
+            "readback_frac": args.readback_frac, "dictation_frac": args.dictation_frac,
+            "generic_heldout_frac": args.generic_heldout_frac,
             "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}

@@ -97,3 +97,18 @@ def test_readback_prompts_ask_for_the_last_reply_again(smollm2_dir):
     assert 0 < n_half < len(reads)
     with pytest.raises(ValueError, match="readback_frac"):
         build_prompt_items(chat.render, readback_frac=1.5, **kw)
+
+
+def test_dictation_prompts_end_on_random_details_to_read_back(smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    kw = dict(tool_conversations=12, heldout_conversations=6, generic=0, max_prompt_tokens=4096)
+    plain, _ = build_prompt_items(chat.render, **kw)
+    items, _ = build_prompt_items(chat.render, dictation_frac=1.0, **kw)
+    dictated = [it for it in items if it.source == "dictation"]
+    assert [it for it in items if it.source != "dictation"] == plain    # the rest is unchanged
+    assert {it.split for it in dictated} == {"train", "heldout"}
+    assert all(it.id.split(":")[1] == "dictation" for it in dictated)
+    asks = [chat.tokenizer.decode(it.prompt_ids).rsplit("<|im_start|>user\n", 1)[1] for it in dictated]
+    assert len(set(asks)) == len(asks)                   # random details: no two alike
+    with pytest.raises(ValueError, match="dictation_frac"):
+        build_prompt_items(chat.render, dictation_frac=-0.1, **kw)

@@ -17,8 +17,9 @@ from turnspec.speculator.responses import BUILD_KEYS, pack_responses, unpack_res
 def _datagen(tmp_path, chat):
     build = {"tool_conversations": 3, "heldout_conversations": 2, "generic": 6,
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 4,
-             "readback_frac": 0.5}
+             "readback_frac": 0.5, "dictation_frac": 0.5}
     items, _ = build_prompt_items(chat.render, **build)
+    assert {it.source for it in items} == {"tools", "generic", "readback", "dictation"}
     # completions stand in for the target's: pack/unpack only move token ids around
     answer = lambda prompts: [[len(p) % 97, 13, 2] for p in prompts]  # noqa: E731
     generate_dataset(items[1:], answer, tmp_path / "data", progress=False, meta=dict(build))
@@ -74,3 +75,22 @@ def test_pack_and_unpack_commands(tmp_path, smollm2_dir, capsys):
     assert run("speculator", "unpack-responses", "--responses", str(tmp_path / "r.jsonl.gz"),
                "--out", str(tmp_path / "again"), "--model", str(smollm2_dir))["samples"] == len(samples)
     assert read_samples(tmp_path / "again") == samples
+
+
+def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
+    """Packs written before `dictation_frac` existed carry no such key: they rebuild with none."""
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    build = {"tool_conversations": 3, "heldout_conversations": 1, "generic": 2,
+             "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 2, "readback_frac": 0.5}
+    items, _ = build_prompt_items(chat.render, **build)
+    generate_dataset(items, lambda ps: [[7, 2] for _ in ps], tmp_path / "data", progress=False,
+                     meta=dict(build))
+    pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
+    with gzip.open(tmp_path / "r.jsonl.gz", "rt") as f:
+        lines = f.read().splitlines()
+    head = json.loads(lines[0])
+    assert head["build"].pop("dictation_frac") == 0.0
+    with gzip.open(tmp_path / "old.jsonl.gz", "wt") as f:
+        f.write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    unpack_responses(tmp_path / "old.jsonl.gz", chat.render, tmp_path / "again")
+    assert read_samples(tmp_path / "again") == read_samples(tmp_path / "data")

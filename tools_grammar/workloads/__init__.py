@@ -13,11 +13,13 @@ from turnspec.tools_grammar.workloads.conversation import (
     stable_unit,
     turns_for_prompting,
 )
+from turnspec.tools_grammar.workloads.dictation import dictation_conversations
 from turnspec.tools_grammar.workloads.generic import generic_prompts
 from turnspec.tools_grammar.workloads.readback import readback_conversations
 
 __all__ = [
-    "Conversation", "PromptTurn", "export_jsonl", "generate_conversations", "generic_prompts",
+    "Conversation", "PromptTurn", "dictation_conversations", "export_jsonl", "generate_conversations",
+    "generic_prompts",
     "load_jsonl", "readback_conversations", "scenarios_for", "stable_unit",
     "turns_for_prompting",
 ]

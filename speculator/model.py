@@ -139,6 +139,12 @@ class DFlashDrafter(nn.Module):
             elif isinstance(m, RMSNorm):
                 nn.init.ones_(m.weight)
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The drafter's compute dtype (read off a norm: the engine may swap its linears for
+        prepacked ones that keep no plain weight)."""
+        return self.hidden_norm.weight.dtype
+
     def project_context(self, taps: Tensor) -> Tensor:
         """taps [..., T, K*H] (target layer outputs, target_layer_ids order) -> [..., T, H]."""
         return self.hidden_norm(self.fc(taps))

@@ -74,7 +74,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
     b = len(seqs)
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         taps = target.features(ids[:, :width])                             # [b, S, K*H]
-        ctx = drafter.project_context(taps.to(drafter.fc.weight.dtype))
+        ctx = drafter.project_context(taps.to(drafter.dtype))
         kv = drafter.context_kv(ctx, torch.arange(width, device=dev).expand(b, width))
         ks, vs = [k for k, _ in kv], [v for _, v in kv]
         offs = torch.arange(blk, device=dev)

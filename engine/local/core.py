@@ -51,7 +51,7 @@ def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_cont
     if drafter is not None:
         dc = drafter.config
         per_token += 2 * dc.num_layers * dc.num_kv_heads * dc.head_dim \
-            * drafter.fc.weight.element_size()  # the runner's context pools use this dtype
+            * torch.empty((), dtype=drafter.dtype).element_size()  # the runner's context pools' dtype
     per_block = per_token * block_size
     gb = cfg.kv_memory_gb or (1.0 if cfg.device == "cpu" else 16.0)
     blocks = int(gb * 2**30 // per_block)

@@ -43,7 +43,7 @@ class ModelRunner:
             dc = drafter.config
             self.tap_layers = tuple(dc.target_layer_ids)
             dshape = (dc.num_layers, num_blocks, block_size, dc.num_kv_heads, dc.head_dim)
-            self.draft_dtype = drafter.fc.weight.dtype  # bf16 on a CPU with native bf16 (core.py)
+            self.draft_dtype = drafter.dtype  # bf16 on a CPU with native bf16 (core.py)
             self.dk_pools = torch.zeros(dshape, device=device, dtype=self.draft_dtype)
             self.dv_pools = torch.zeros(dshape, device=device, dtype=self.draft_dtype)
             self.mask_token_id = dc.mask_token_id

@@ -107,9 +107,9 @@ class Bf16PackedLinear(nn.Module):
         if linear.weight.device.type != "cpu":
             raise ValueError(f"Bf16PackedLinear: expected a CPU weight, got {linear.weight.device}")
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        w = linear.weight.detach().to(torch.bfloat16)
-        self.register_buffer("weight", w, persistent=False)  # dtype/shape, as nn.Linear has
-        self.register_buffer("packed", _bf16_prepacked(w, batch_hint), persistent=False)
+        # Only the packed copy is kept (callers read the drafter's dtype off DFlashDrafter.dtype):
+        # a plain bf16 weight beside it would add ~31 MB for the SmolLM2 drafter.
+        self.register_buffer("packed", _bf16_prepacked(linear.weight, batch_hint), persistent=False)
         self.bias = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

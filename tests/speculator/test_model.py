@@ -93,3 +93,11 @@ def test_rope_rotate_half_matches_complex_rotation():
     torch.testing.assert_close(y, torch.cat([z.real, z.imag], -1), rtol=1e-6, atol=1e-6)
     assert torch.equal(apply_rope(x, *rope_cos_sin(torch.zeros(3, dtype=torch.long), 8, 1e4,
                                                    torch.float64)), x)
+
+
+def test_dtype_is_read_off_the_norms_so_packed_linears_do_not_hide_it() -> None:
+    from turnspec.engine.model.cpu_linear import pack_bf16_linears
+
+    d = DFlashDrafter(CFG).to(torch.bfloat16)
+    assert d.dtype == torch.bfloat16 and DFlashDrafter(CFG).dtype == torch.float32
+    assert pack_bf16_linears(d) > 0 and d.dtype == torch.bfloat16

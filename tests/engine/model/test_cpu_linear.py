@@ -52,6 +52,8 @@ def test_bf16_packed_linear_matches_bf16_f_linear(bias: bool, rows: int) -> None
     out = fast(x)
     assert out.shape == (2, rows, 160) and out.dtype == torch.bfloat16
     torch.testing.assert_close(out, ref(x.bfloat16()), rtol=1e-2, atol=1e-2)
+    # only the packed copy stays: no plain weight beside it
+    assert [n for n, _ in fast.named_buffers()] == ["packed"] and not list(fast.parameters())
 
 
 def test_pack_bf16_linears_swaps_only_bf16_linears() -> None:

@@ -54,6 +54,20 @@ class Sample:
                    input_ids=tuple(d["input_ids"]), loss_mask=tuple(d["loss_mask"]))
 
 
+def copied_share(sample: Sample, n: int = 4) -> float:
+    """Share of the response's tokens that lie in an n-token span also found in the prompt: how
+    much of the target's answer is a copy from its context (a readback, a replayed tool result).
+    Run 6 drafted such answers worst (docs/notes/2026-11-30-drafter-run6-workload.md)."""
+    p = sample.prompt_len
+    prompt, resp = sample.input_ids[:p], sample.input_ids[p:]
+    grams = {prompt[i:i + n] for i in range(len(prompt) - n + 1)}
+    covered = [False] * len(resp)
+    for i in range(len(resp) - n + 1):
+        if resp[i:i + n] in grams:
+            covered[i:i + n] = [True] * n
+    return sum(covered) / len(resp) if resp else 0.0
+
+
 def samples_path(data: str | Path) -> Path:
     p = Path(data)
     return p / SAMPLES_FILE if p.is_dir() else p

@@ -11,10 +11,12 @@ import torch
 from tqdm import tqdm
 
 from turnspec.speculator.config import DFlashConfig
-from turnspec.speculator.data import Sample
+from turnspec.speculator.data import Sample, copied_share
 from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import evaluate_tau
+
+COPIED = 0.6  # eval_splits: held-out answers at least this much copied from their prompt
 
 
 def resolve_device(name: str) -> torch.device:
@@ -55,13 +57,18 @@ def _spread(samples: list[Sample], n: int) -> list[Sample]:
 
 
 def eval_splits(samples: list[Sample], n: int, with_train: bool = False) -> dict[str, list[Sample]]:
-    """Held-out samples per source ("tools-heldout", "generic-heldout"), at most n each; with
-    with_train also "train-sample" (n training samples, to see the generalisation gap)."""
+    """Held-out samples per source ("tools-heldout", "generic-heldout"), at most n each, plus
+    "tools-heldout-copied": the held-out tool turns whose answer is mostly (>= COPIED) a copy
+    from the prompt (`copied_share`), the drafter's weak spot; with with_train also
+    "train-sample" (n training samples, to see the generalisation gap)."""
     out: dict[str, list[Sample]] = {}
     for source in sorted({s.source for s in samples}):
         held = [s for s in samples if s.split == "heldout" and s.source == source]
         if held:
             out[f"{source}-heldout"] = _spread(held, n)
+        copied = [s for s in held if source == "tools" and copied_share(s) >= COPIED]
+        if copied:
+            out["tools-heldout-copied"] = _spread(copied, n)
     if with_train:
         out["train-sample"] = _spread([s for s in samples if s.split == "train"], n)
     return out

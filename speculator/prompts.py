@@ -59,10 +59,10 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
         convs = generate_conversations(n, seed=seed, split=split)
         turns = [(t, "tools") for t in turns_for_prompting(convs)]
-        turns += [(t, "readback") for t in turns_for_prompting(
-            readback_conversations(convs, readback_frac, seed=seed)) if t.expected is None]
-        turns += [(t, "dictation") for t in turns_for_prompting(
-            dictation_conversations(convs, dictation_frac, seed=seed)) if t.expected is None]
+        for source, extend, frac in (("readback", readback_conversations, readback_frac),
+                                     ("dictation", dictation_conversations, dictation_frac)):
+            turns += [(t, source) for t in turns_for_prompting(extend(convs, frac, seed=seed))
+                      if t.expected is None]
         for turn, source in turns:
             if next(counter) % num_shards != shard:
                 continue

@@ -78,6 +78,17 @@ def stable_unit(key: str) -> float:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64
 
 
+def sampled(conversations: Iterable[Conversation], fraction: float, seed: int,
+            tag: str) -> Iterator[Conversation]:
+    """The stable `fraction` of the conversations chosen by stable_unit(f"{tag}:{seed}:{id}"):
+    which calls also give a readback or a dictation prompt, the same in every process."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"{tag} fraction: expected 0..1, got {fraction}")
+    for conv in conversations:
+        if fraction > 0.0 and stable_unit(f"{tag}:{seed}:{conv.id}") < fraction:
+            yield conv
+
+
 def scenarios_for(split: Split) -> list[catalog.Scenario]:
     """The scenarios a split draws from (sorted by name, so generation is stable)."""
     _load_domains()

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date, timedelta
 
 from turnspec.tools_grammar.workloads import spoken
-from turnspec.tools_grammar.workloads.conversation import FIRST_DAY, Conversation, stable_unit
+from turnspec.tools_grammar.workloads.conversation import FIRST_DAY, Conversation, sampled
 from turnspec.tools_grammar.workloads.dialogue import CITIES, FIRST_NAMES, LAST_NAMES, STREETS
 
 ASKS = (
@@ -65,11 +65,7 @@ def dictation_conversations(conversations: Iterable[Conversation], fraction: flo
     cut right after one of the agent's spoken replies, plus a caller turn with 2-4 random
     details and a request to read them back. Ends on that user turn (an open prompt); its id
     is `<id>:dictation`. Conversations with no spoken agent reply are skipped."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"dictation fraction: expected 0..1, got {fraction}")
-    for conv in conversations:
-        if fraction == 0.0 or stable_unit(f"dictation:{seed}:{conv.id}") >= fraction:
-            continue
+    for conv in sampled(conversations, fraction, seed, "dictation"):
         replies = [i for i, m in enumerate(conv.messages) if m["role"] == "assistant" and m.get("content")]
         if not replies:
             continue

@@ -76,10 +76,7 @@ GROUPS: tuple[tuple[str, ...], ...] = (
      "What can I help with today?"),
 )
 
-_TOKEN: dict[str, tuple[str, ...]] = {}
-for _group in GROUPS:
-    for _member in _group:
-        _TOKEN[_member] = _group
+_TOKEN: dict[str, tuple[str, ...]] = {member: group for group in GROUPS for member in group}
 _PATTERN = re.compile("|".join(
     rf"(?<![\w']){re.escape(m)}(?![\w'])" for m in sorted(_TOKEN, key=len, reverse=True)))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from turnspec.tools_grammar.workloads.conversation import Conversation, stable_unit
+from turnspec.tools_grammar.workloads.conversation import Conversation, sampled, stable_unit
 
 ASKS = (
     "sorry, can you say that again?",
@@ -49,11 +49,7 @@ def readback_conversations(conversations: Iterable[Conversation], fraction: floa
     hold exchanges (`HOLDS`), then a caller turn asking to hear it again (`ASKS`, or `RETURNS`
     after a hold). The result ends on that user turn (an open prompt); its id is
     `<id>:readback`. Conversations with no such reply are skipped."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"readback fraction: expected 0..1, got {fraction}")
-    for conv in conversations:
-        if fraction == 0.0 or stable_unit(f"readback:{seed}:{conv.id}") >= fraction:
-            continue
+    for conv in sampled(conversations, fraction, seed, "readback"):
         replies = [i for i, m in enumerate(conv.messages)
                    if i > 0 and m["role"] == "assistant" and m.get("content")
                    and conv.messages[i - 1]["role"] == "tool"]

@@ -29,7 +29,7 @@ SPLITS = ("train", "heldout")
 class PromptItem:
     id: str
     split: str                    # "train" | "heldout"
-    source: str                   # "tools" | "generic" | "readback" | "dictation"
+    source: str                   # "tools" | "generic" | "readback" | "dictation" | "synthetic"
     prompt_ids: tuple[int, ...]   # the rendered chat prompt, generation prompt included
 
     def __post_init__(self) -> None:

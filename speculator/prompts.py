@@ -22,6 +22,9 @@ from turnspec.tools_grammar.workloads import (
     stable_unit,
     turns_for_prompting,
 )
+from turnspec.tools_grammar.workloads import (
+    synthetic_conversations as synthetic_conversations_of,
+)
 
 RenderFn = Callable[[list[dict], list[ToolSpec] | None], list[int]]
 
@@ -31,6 +34,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
                        seed: int = 0, shard: int = 0, num_shards: int = 1,
                        readback_frac: float = 0.0, dictation_frac: float = 0.0,
+                       synthetic_conversations: int = 0, synthetic_heldout: int = 0,
                        keep: Callable[[str], bool] | None = None) -> tuple[list[PromptItem], int]:
     """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
 
@@ -43,6 +47,9 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     copy); 0 leaves the items exactly as before.
     dictation_frac: likewise, a caller dictating random details and asking for them back
     (source "dictation": copies that cannot be memorised); 0 leaves the items as before.
+    synthetic_conversations / synthetic_heldout: calls to made-up businesses whose tools and
+    results are random per call (source "synthetic": whatever the target copies from them
+    cannot be memorised), from the train / held-out random streams; 0 adds none.
     keep: render only the prompts whose id it accepts (rebuilding packed responses).
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
@@ -87,5 +94,15 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             continue
         split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
         items.append(PromptItem(conv.id, split, "generic", tuple(ids)))
+    for split, n in (("train", synthetic_conversations), ("heldout", synthetic_heldout)):
+        for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split)):
+            item_id = f"{turn.conversation_id}:{turn.turn}"
+            if next(counter) % num_shards != shard or (keep is not None and not keep(item_id)):
+                continue
+            ids = render(turn.messages, parse_tools(turn.tools))
+            if len(ids) > max_prompt_tokens:
+                skipped += 1
+                continue
+            items.append(PromptItem(item_id, split, "synthetic", tuple(ids)))
     return items, skipped
 

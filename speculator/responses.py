@@ -21,9 +21,10 @@ from turnspec.speculator.prompts import RenderFn, build_prompt_items
 
 # datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
 BUILD_KEYS = ("tool_conversations", "heldout_conversations", "generic", "generic_heldout_frac",
-              "max_prompt_tokens", "seed", "readback_frac", "dictation_frac")
+              "max_prompt_tokens", "seed", "readback_frac", "dictation_frac",
+              "synthetic_conversations", "synthetic_heldout")
 # keys added later, with the value that rebuilds packs written before them
-BUILD_DEFAULTS = {"dictation_frac": 0.0}
+BUILD_DEFAULTS = {"dictation_frac": 0.0, "synthetic_conversations": 0, "synthetic_heldout": 0}
 
 
 def prompt_hash(ids: tuple[int, ...]) -> str:

@@ -10,6 +10,9 @@ RB=${READBACK:-0}
 # DICTATION: share that also gives a dictation prompt (random details read back: copies that
 # cannot be memorised; tools_grammar/workloads/dictation.py).
 DI=${DICTATION:-0}
+# SYNTHETIC / SYNTHETIC_HELDOUT: calls to made-up businesses with random tools and results
+# (tools_grammar/workloads/synthetic.py): copies that cannot be memorised, and a held-out split.
+SY=${SYNTHETIC:-0}; SYH=${SYNTHETIC_HELDOUT:-0}
 # GENERIC=0 skips the generic-only comparison drafter (it halves the main run's steps/s when it
 # shares the GPU); a session that only continues the main drafter keeps the earlier comparison.
 GEN=${GENERIC:-1}
@@ -17,7 +20,7 @@ GEN=${GENERIC:-1}
 init=${INIT_FROM:+--init-from $INIT_FROM}
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th prompt.
-datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
+datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
 # SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # Completions carried from earlier sessions (.gpu-carry/responses/*.jsonl.gz, README) rebuild

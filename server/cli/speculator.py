@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="share of conversations that also give a dictation prompt (the caller "
                         "reads out random details and asks for them back: copies that cannot be "
                         "memorised; source 'dictation')")
+    d.add_argument("--synthetic-conversations", type=int, default=0,
+                   help="calls to made-up businesses with random tools and results (source "
+                        "'synthetic': copies of what cannot be memorised; default: %(default)s)")
+    d.add_argument("--synthetic-heldout", type=int, default=0,
+                   help="such calls from a separate random stream, held out "
+                        "(split synthetic-heldout; default: %(default)s)")
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
@@ -160,11 +166,14 @@ def run_datagen(args: argparse.Namespace) -> int:
         generic_heldout_frac=args.generic_heldout_frac,
         max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
         num_shards=args.shard[1], readback_frac=args.readback_frac,
-        dictation_frac=args.dictation_frac)
+        dictation_frac=args.dictation_frac, synthetic_conversations=args.synthetic_conversations,
+        synthetic_heldout=args.synthetic_heldout)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
             "readback_frac": args.readback_frac, "dictation_frac": args.dictation_frac,
+            "synthetic_conversations": args.synthetic_conversations,
+            "synthetic_heldout": args.synthetic_heldout,
             "generic_heldout_frac": args.generic_heldout_frac,
             "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,

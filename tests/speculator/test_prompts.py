@@ -33,9 +33,26 @@ def test_tool_and_generic_prompts(smollm2_dir):
     assert skipped > 0 and all(len(it.prompt_ids) <= 1000 for it in short)
 
 
+def test_synthetic_prompts_come_after_the_rest(smollm2_dir):
+    """Synthetic calls add their own source in both splits and leave every other item (and its
+    shard) as it was, so packs of earlier sessions still rebuild."""
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    kw = dict(tool_conversations=2, heldout_conversations=1, generic=5, max_prompt_tokens=4096)
+    base, _ = build_prompt_items(chat.render, **kw)
+    more, _ = build_prompt_items(chat.render, synthetic_conversations=3, synthetic_heldout=2, **kw)
+    assert more[: len(base)] == base
+    extra = more[len(base):]
+    assert {it.source for it in extra} == {"synthetic"}
+    assert {it.split for it in extra} == {"train", "heldout"}
+    assert all(it.id.startswith(f"synthetic-{it.split}-0-") for it in extra)
+    text = chat.tokenizer.decode(extra[0].prompt_ids)
+    assert "<tools>" in text and "end_call" in text and text.endswith("<|im_start|>assistant\n")
+
+
 def test_shards_partition_the_prompts(smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
-    kw = dict(tool_conversations=3, heldout_conversations=2, generic=10, max_prompt_tokens=4096)
+    kw = dict(tool_conversations=3, heldout_conversations=2, generic=10, max_prompt_tokens=4096,
+              synthetic_conversations=2, synthetic_heldout=1)
     whole, _ = build_prompt_items(chat.render, **kw)
     shards = [build_prompt_items(chat.render, shard=i, num_shards=3, **kw)[0] for i in range(3)]
     assert all(shards) and sum(len(s) for s in shards) == len(whole)

@@ -17,9 +17,10 @@ from turnspec.speculator.responses import BUILD_KEYS, pack_responses, unpack_res
 def _datagen(tmp_path, chat):
     build = {"tool_conversations": 3, "heldout_conversations": 2, "generic": 6,
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 4,
-             "readback_frac": 0.5, "dictation_frac": 0.5}
+             "readback_frac": 0.5, "dictation_frac": 0.5, "synthetic_conversations": 2,
+             "synthetic_heldout": 1}
     items, _ = build_prompt_items(chat.render, **build)
-    assert {it.source for it in items} == {"tools", "generic", "readback", "dictation"}
+    assert {it.source for it in items} == {"tools", "generic", "readback", "dictation", "synthetic"}
     # completions stand in for the target's: pack/unpack only move token ids around
     answer = lambda prompts: [[len(p) % 97, 13, 2] for p in prompts]  # noqa: E731
     generate_dataset(items[1:], answer, tmp_path / "data", progress=False, meta=dict(build))
@@ -78,7 +79,8 @@ def test_pack_and_unpack_commands(tmp_path, smollm2_dir, capsys):
 
 
 def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
-    """Packs written before `dictation_frac` existed carry no such key: they rebuild with none."""
+    """Packs written before `dictation_frac` and the synthetic counts existed carry no such
+    keys: they rebuild with none."""
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     build = {"tool_conversations": 3, "heldout_conversations": 1, "generic": 2,
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 2, "readback_frac": 0.5}
@@ -90,6 +92,7 @@ def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
         lines = f.read().splitlines()
     head = json.loads(lines[0])
     assert head["build"].pop("dictation_frac") == 0.0
+    assert head["build"].pop("synthetic_conversations") == head["build"].pop("synthetic_heldout") == 0
     with gzip.open(tmp_path / "old.jsonl.gz", "wt") as f:
         f.write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     unpack_responses(tmp_path / "old.jsonl.gz", chat.render, tmp_path / "again")

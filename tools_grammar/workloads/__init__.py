@@ -16,10 +16,11 @@ from turnspec.tools_grammar.workloads.conversation import (
 from turnspec.tools_grammar.workloads.dictation import dictation_conversations
 from turnspec.tools_grammar.workloads.generic import generic_prompts
 from turnspec.tools_grammar.workloads.readback import readback_conversations
+from turnspec.tools_grammar.workloads.synthetic import synthetic_conversations
 
 __all__ = [
     "Conversation", "PromptTurn", "dictation_conversations", "export_jsonl", "generate_conversations",
     "generic_prompts",
-    "load_jsonl", "readback_conversations", "scenarios_for", "stable_unit",
+    "load_jsonl", "readback_conversations", "scenarios_for", "stable_unit", "synthetic_conversations",
     "turns_for_prompting",
 ]

@@ -113,21 +113,24 @@ def _conversation(index: int, seed: int, split: str, pool: list[catalog.Scenario
     dom = sc.domain
     today = FIRST_DAY + timedelta(days=rng.randrange(120))
     d = Dialogue(rng, dom, today, rng.choice(dom.businesses), rng.choice(AGENTS))
-    d.messages.append({"role": "system", "content": (
-        f"You are {d.agent}, the voice assistant for {d.business}, answering calls for {dom.role}. "
-        f"Today is {long_date(today)}. Your replies are spoken aloud: keep them short and natural, "
-        "with no lists or formatting. Use the tools to look things up or make changes; never invent "
-        "account details.")})
+    d.messages.append({"role": "system", "content": system_prompt(d.agent, d.business, dom.role, today)})
     if rng.random() < 0.4:
         d.say(f"Thanks for calling {d.business}, this is {d.agent}. How can I help?",
               f"Hi, you've reached {d.business}. What can I do for you today?")
     sc.script(d)
-    _closing(d)
+    close_call(d)
     return Conversation(f"{split}-{seed}-{index:06d}", "heldout" if sc.heldout else "train", dom.name, sc.name,
                         dom.all_tools, d.messages)
 
 
-def _closing(d: Dialogue) -> None:
+def system_prompt(agent: str, business: str, role: str, today: date) -> str:
+    return (f"You are {agent}, the voice assistant for {business}, answering calls for {role}. "
+            f"Today is {long_date(today)}. Your replies are spoken aloud: keep them short and natural, "
+            "with no lists or formatting. Use the tools to look things up or make changes; never invent "
+            "account details.")
+
+
+def close_call(d: Dialogue) -> None:
     """Most calls end with a goodbye (sometimes through end_call), a few with a transfer."""
     roll = d.rng.random()
     if roll < 0.3:

@@ -19,8 +19,9 @@ token), drafts that would almost surely be rejected are not paid for; still loss
 shorter block only commits fewer of the target's own choices.
 Prompt lookup (policy.lookup): a row whose drafter expects little of its block (the sum of the
 drafts' cumulative probabilities, i.e. its expected accepted drafts, below
-policy.lookup_below) takes the continuation of the latest earlier occurrence of its last
-tokens instead (ngram.py), when there is one: copies from the context that the drafter misses.
+policy.lookup_below), or whose continuation agrees with its first drafts and runs longer
+(LOOKUP_AGREE), takes the continuation of the latest earlier occurrence of its last tokens
+instead (ngram.py), when there is one: copies from the context that the drafter cuts short.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ from turnspec.kernels.dflash_accept import dflash_accept
 
 if TYPE_CHECKING:
     from turnspec.engine.local.core import EngineCore
+
+# A lookup continuation whose first tokens are the drafter's own first drafts is taken even when
+# the drafter is confident, if it runs longer: the drafter agrees with the copy, so the copy's
+# tail is likely right too. 2 was best of 1-2 on run 7's seed-3 held-out turns (offline replay,
+# B=16: τ 5.36 -> 5.58), and held on seed 4 (5.08 -> 5.24); notes 2026-11-30-drafter-run7.
+LOOKUP_AGREE = 2
 
 
 def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
@@ -58,9 +65,11 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
         expected = reach.sum(dim=-1).tolist() if policy.lookup else None
         if theta > 0:  # drafts worth verifying: cumulative drafter probability >= theta
             limit = torch.minimum(limit, (reach >= theta).sum(dim=-1))
+    lead = drafts[:, :LOOKUP_AGREE].tolist() if policy.lookup else None  # before truncation
     drafts = torch.where(slots < limit.unsqueeze(1), drafts, torch.full_like(drafts, -1))
     drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
-    if policy.lookup and _lookup(seqs, blocks, spec_rows, expected, drafts_host, policy.lookup_below):
+    if policy.lookup and _lookup(seqs, blocks, spec_rows, expected, lead, drafts_host,
+                                 policy.lookup_below):
         drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
     if probs is not None:  # the verify pass shrinks to the longest row still verifying
         block = 1 + max((sum(1 for t in row if t >= 0) for row in drafts_host), default=0)
@@ -100,15 +109,29 @@ def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]]
 
 
 def _lookup(seqs: list[Sequence], blocks: list[int], spec_rows: list[bool], expected: list[float],
-            drafts_host: list[list[int]], below: float) -> bool:
-    """Swap in prompt-lookup drafts (in place) for speculating rows whose drafter expects fewer
-    than `below` accepted drafts and whose last tokens occurred earlier; True if any row did."""
+            lead: list[list[int]], drafts_host: list[list[int]], below: float) -> bool:
+    """Swap in prompt-lookup drafts (in place) for speculating rows whose last tokens occurred
+    earlier, where the drafter expects fewer than `below` accepted drafts, or where the
+    continuation starts with the drafter's own first LOOKUP_AGREE drafts (`lead`, before
+    confidence truncation) and runs longer than the drafts it would verify; True if any did."""
     width, swapped = len(drafts_host[0]) if drafts_host else 0, False
     for r, seq in enumerate(seqs):
-        if not spec_rows[r] or expected[r] >= below:
+        if not spec_rows[r]:
             continue
         cont = ngram_continuation(seq.token_ids, blocks[r] - 1)
-        if len(cont) >= 2:  # a single copied token is not worth a swap
+        verified = sum(1 for t in drafts_host[r] if t >= 0)
+        if takes_lookup(cont, lead[r], verified, expected[r], below):
             drafts_host[r] = cont + [-1] * (width - len(cont))
             swapped = True
     return swapped
+
+
+def takes_lookup(cont: list[int], lead: list[int], verified: int, expected: float,
+                 below: float) -> bool:
+    """The lookup continuation `cont` replaces the drafter's block when the drafter expects
+    fewer than `below` accepted drafts, or when `cont` starts with the drafter's own first
+    LOOKUP_AGREE drafts (`lead`) and is longer than the `verified` drafts it would verify."""
+    if len(cont) < 2:  # a single copied token is not worth a swap
+        return False
+    agrees = cont[:LOOKUP_AGREE] == lead[:LOOKUP_AGREE] and len(cont) > verified
+    return expected < below or agrees

@@ -119,6 +119,19 @@ def test_prompt_lookup_drafts_keep_greedy_identical(tmp_path: Path, monkeypatch,
     assert any(swaps), "no lookup continuation was ever swapped in"
 
 
+def test_lookup_is_taken_when_the_drafter_expects_little_or_agrees_and_it_runs_longer() -> None:
+    from turnspec.engine.local.spec_step import LOOKUP_AGREE, takes_lookup
+
+    assert LOOKUP_AGREE == 2
+    cont = [5, 6, 7, 8, 9]
+    assert takes_lookup(cont, [1, 2], verified=6, expected=1.5, below=2.0)       # drafter unsure
+    assert not takes_lookup(cont, [1, 2], verified=2, expected=3.0, below=2.0)   # sure, disagrees
+    assert takes_lookup(cont, [5, 6], verified=3, expected=3.0, below=2.0)       # agrees, longer
+    assert not takes_lookup(cont, [5, 6], verified=5, expected=3.0, below=2.0)   # not longer
+    assert not takes_lookup(cont, [5, 1], verified=1, expected=3.0, below=2.0)   # agrees on one only
+    assert not takes_lookup([5], [5, 6], verified=0, expected=0.0, below=2.0)    # one token: never
+
+
 @pytest.mark.parametrize("lookup", [False, True])
 def test_sampled_speculation_has_target_distribution(tmp_path: Path, lookup: bool) -> None:
     """Two sampled tokens after a fixed prompt: the empirical joint distribution of

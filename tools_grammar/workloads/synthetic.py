@@ -7,7 +7,7 @@ Run 6 did exactly that: on held-out turns where SmolLM2 replays an unseen tool's
 `<tool_response>` (`{"status":"active","monthly_payment":90.5}`) it drafted train-set keys and
 reached τ 2.45, against 4.50 on new text (docs/notes/2026-11-30-drafter-run6-workload.md).
 
-Here every call gets its own tools (`verb_noun` names from word lists, arguments of six kinds,
+Here every call gets its own tools (`verb_noun` names from word lists, arguments of seven kinds,
 results with random keys and values, made-up product and brand words), so whatever the target
 copies from the context (a tool result, a tool call, a product name it repeats) cannot have been
 seen in training: the only way to draft it is to copy. `turnspec speculator datagen
@@ -76,30 +76,30 @@ def coined(rng: random.Random, syllables: int | None = None) -> str:
     return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(n))
 
 
-def _param(rng: random.Random, noun: str) -> tuple[str, dict, str]:
-    """One argument: (key, JSON schema, kind) with a random key built from the word lists."""
+def _param(rng: random.Random, noun: str) -> tuple[str, dict]:
+    """One argument: (key, JSON schema), the key built from the word lists; 7 kinds of value."""
     kind = rng.choice(("id", "digits", "count", "date", "choice", "name", "item"))
     other = rng.choice(NOUNS)
     if kind == "id":
         return f"{rng.choice((noun, other))}_{rng.choice(('id', 'code', 'reference'))}", catalog.string(
-            f"Six-character {noun} code", pattern=ID_PATTERN), kind
+            f"Six-character {noun} code", pattern=ID_PATTERN)
     if kind == "digits":
         n = rng.choice((4, 5, 8, 9))
         return f"{rng.choice((noun, other))}_number", catalog.string(f"{n}-digit number",
-                                                                   pattern=rf"^\d{{{n}}}$"), kind
+                                                                   pattern=rf"^\d{{{n}}}$")
     if kind == "count":
         return rng.choice((f"{other}_count", "quantity", f"{other}s")), catalog.integer(
-            f"How many {other}s", 1, 20), kind
+            f"How many {other}s", 1, 20)
     if kind == "date":
         return f"{rng.choice((*ADJECTIVES, noun))}_date", catalog.string(
-            "Date, YYYY-MM-DD", pattern=catalog.DATE), kind
+            "Date, YYYY-MM-DD", pattern=catalog.DATE)
     if kind == "choice":
         options = sorted({coined(rng, 2) for _ in range(rng.randint(2, 4))})
         return f"{rng.choice((noun, other))}_{rng.choice(('type', 'tier', 'level', 'option'))}", catalog.enum(
-            f"Which {noun} {rng.choice(('type', 'tier', 'level', 'option'))}", *options), kind
+            f"Which {noun} {rng.choice(('type', 'tier', 'level', 'option'))}", *options)
     if kind == "name":
-        return rng.choice(("customer_name", f"{noun}_holder", "full_name")), catalog.string("Full name"), kind
-    return f"{rng.choice((noun, other))}_name", catalog.string(f"Name of the {other}"), kind
+        return rng.choice(("customer_name", f"{noun}_holder", "full_name")), catalog.string("Full name")
+    return f"{rng.choice((noun, other))}_name", catalog.string(f"Name of the {other}")
 
 
 def random_tool(rng: random.Random, taken: set[str]) -> tuple[dict, str]:
@@ -112,7 +112,7 @@ def random_tool(rng: random.Random, taken: set[str]) -> tuple[dict, str]:
             break
     params: dict[str, dict] = {}
     for _ in range(rng.randint(1, 3)):
-        key, schema, _kind = _param(rng, noun)
+        key, schema = _param(rng, noun)
         params.setdefault(key, schema)
     return catalog.tool(name, f"{verb.title()} a {noun.replace('_', ' ')}.", **params), noun
 

@@ -19,6 +19,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import date
+from statistics import median
 
 import torch
 
@@ -51,6 +52,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run every engine configuration over every prompt once, untimed, first "
                         "(auto: on CUDA, where each new Triton kernel variant compiles for ~1 s "
                         "and would land on whichever configuration meets it first)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="timed passes over all prompts; with more than one, each configuration's "
+                        "speedup is also reported per pass and as their median, so one swing of "
+                        "the host's speed (plain decode is memory-bound and swings more than a "
+                        "spec step) cannot decide a comparison (default: %(default)s)")
     p.add_argument("--json", default="bench-spec.json")
     add_engine_args(p, speculator_default="default")
     p.set_defaults(func=run)
@@ -142,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("bench spec needs a drafter: --speculator default|PATH")
     blocks = [int(b) for b in args.blocks.split(",")]
     policies = args.policies.split(",")
+    if args.repeat < 1:
+        raise ValueError(f"--repeat {args.repeat}: expected at least 1 timed pass")
     confs = [float(c) for c in args.confidences.split(",")] if args.confidences else []
     lookups = [_on_off(x) for x in args.lookups.split(",")] if args.lookups else []
     for pol in policies:
@@ -177,27 +185,26 @@ def run(args: argparse.Namespace) -> int:
                 _engine_runs(plain_core, spec_core, p, args.max_new_tokens,
                              {c: _policy(c) for c in configs})
     compiles0 = compiled_variants()
+    passes = [_timed_pass(plain_core, spec_core, hf, by_source, configs, args, eos)
+              for _ in range(args.repeat)]
     rows = []
     for source, prompts in sorted(by_source.items()):
-        # interleaved per prompt (plain, every spec config, transformers, prompt-lookup), so a
-        # machine that slows down or speeds up mid-run shifts every configuration alike
-        acc = {name: _Acc() for name in ["plain", *configs, "hf", "lookup"]}
-        states = {c: _policy(c) for c in configs}  # per-config step times
-        for p in prompts:
-            runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
-            for name, r in zip(["plain", *configs], runs, strict=True):
-                acc[name].add(*r)
-            if hf is not None:
-                acc["hf"].add(*_run_hf(hf, p, args.max_new_tokens, eos, None))
-                acc["lookup"].add(*_run_hf(hf, p, args.max_new_tokens, eos, args.lookup_tokens))
+        acc = {name: _merged([p[source][name] for p in passes]) for name in passes[0][source]}
         base = acc["plain"].result()
-        row = {"source": source, "prompts": len(prompts), "turnspec_plain_tok_s": base["tok_s"], "spec": []}
+        row = {"source": source, "prompts": len(prompts), "passes": args.repeat,
+               "turnspec_plain_tok_s": base["tok_s"], "spec": []}
+        if args.repeat > 1:
+            row["plain_tok_s_per_pass"] = [p[source]["plain"].result()["tok_s"] for p in passes]
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
                                 "tok_s": r["tok_s"], "tau": r["tau"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
+            if args.repeat > 1:
+                per_pass = [p[source][c].result()["tok_s"] / p[source]["plain"].result()["tok_s"]
+                            for p in passes]
+                row["spec"][-1].update(speedup_per_pass=per_pass, speedup_median=median(per_pass))
         if hf is not None:
             row["transformers_tok_s"] = acc["hf"].result()["tok_s"]
             row["prompt_lookup_tok_s"] = acc["lookup"].result()["tok_s"]
@@ -218,6 +225,35 @@ def run(args: argparse.Namespace) -> int:
         json.dump(record, f, indent=2)
     print(f"wrote {args.json}")
     return 0
+
+
+def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: list,
+                args: argparse.Namespace, eos: int) -> dict[str, dict]:
+    """One timed pass: per source, per configuration ("plain", each config, "hf", "lookup"),
+    its totals. Interleaved per prompt (plain, every spec config, transformers, prompt-lookup),
+    so a machine that slows down or speeds up mid-run shifts every configuration alike."""
+    out = {}
+    for source, prompts in sorted(by_source.items()):
+        acc = {name: _Acc() for name in ["plain", *configs, "hf", "lookup"]}
+        states = {c: _policy(c) for c in configs}  # per-config step times
+        for p in prompts:
+            runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
+            for name, r in zip(["plain", *configs], runs, strict=True):
+                acc[name].add(*r)
+            if hf is not None:
+                acc["hf"].add(*_run_hf(hf, p, args.max_new_tokens, eos, None))
+                acc["lookup"].add(*_run_hf(hf, p, args.max_new_tokens, eos, args.lookup_tokens))
+        out[source] = acc
+    return out
+
+
+def _merged(accs: list[_Acc]) -> _Acc:
+    """One configuration's totals over several passes."""
+    m = _Acc()
+    for a in accs:
+        m.tokens += a.tokens
+        m.secs, m.steps, m.committed = m.secs + a.secs, m.steps + a.steps, m.committed + a.committed
+    return m
 
 
 def print_table(r: dict) -> None:
@@ -244,4 +280,10 @@ def print_table(r: dict) -> None:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
                 print(f"{'':<9}{name:<36}{row[key]:>9.2f}{'':>16}{row[key] / base:>9.2f}x")
         print(f"{'':<9}best: {_config_label(row['best'])}")
+        if row.get("passes", 1) > 1:
+            best = next(x for x in row["spec"] if _config_label(x) == _config_label(row["best"]))
+            per = " ".join(f"{v:.2f}x" for v in best["speedup_per_pass"])
+            print(f"{'':<9}{row['passes']} passes: no spec tok/s "
+                  f"{' '.join(f'{v:.2f}' for v in row['plain_tok_s_per_pass'])}; best per pass "
+                  f"{per}, median {best['speedup_median']:.2f}x")
     print("=" * 87)

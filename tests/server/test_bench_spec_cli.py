@@ -32,3 +32,22 @@ def test_bench_spec_rejects_an_unknown_policy(smollm2_dir: Path, tmp_path: Path,
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2
     assert "expected one of" in capsys.readouterr().err
+
+
+def test_bench_spec_repeat_reports_each_pass_and_the_median(smollm2_dir: Path, tmp_path: Path,
+                                                            capsys) -> None:
+    out = tmp_path / "spec.json"
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "8",
+               "--blocks", "4", "--policies", "always", "--no-transformers", "--repeat", "3",
+               "--json", str(out)])
+    assert rc == 0
+    for row in json.loads(out.read_text())["rows"]:
+        assert row["passes"] == 3 and len(row["plain_tok_s_per_pass"]) == 3
+        (x,) = row["spec"]
+        assert len(x["speedup_per_pass"]) == 3 and x["identical"]
+        assert sorted(x["speedup_per_pass"])[1] == x["speedup_median"]
+    assert "3 passes: no spec tok/s" in capsys.readouterr().out
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--repeat", "0", "--no-transformers",
+               "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "--repeat 0: expected at least 1" in capsys.readouterr().err

@@ -59,50 +59,40 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             raise ValueError(f"{name}: expected [0, 1], got {frac}")
     if num_shards < 1 or not 0 <= shard < num_shards:
         raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
+
+    def candidates():
+        """(id, split, source, messages, tools) of every prompt, in the order that fixes shards."""
+        for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
+            convs = generate_conversations(n, seed=seed, split=split)
+            turns = [(t, "tools") for t in turns_for_prompting(convs)]
+            for source, extend, frac in (("readback", readback_conversations, readback_frac),
+                                         ("dictation", dictation_conversations, dictation_frac)):
+                turns += [(t, source) for t in turns_for_prompting(extend(convs, frac, seed=seed))
+                          if t.expected is None]
+            for turn, source in turns:
+                yield f"{turn.conversation_id}:{turn.turn}", split, source, turn.messages, turn.tools
+        for conv in generic_prompts(generic):
+            split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
+            yield conv.id, split, "generic", conv.messages, []
+        for split, n in (("train", synthetic_conversations), ("heldout", synthetic_heldout)):
+            for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split)):
+                yield f"{turn.conversation_id}:{turn.turn}", split, "synthetic", turn.messages, turn.tools
+
     items: list[PromptItem] = []
     skipped = 0
     counter = itertools.count()
-    tool_sets: dict[str, list[ToolSpec]] = {}
-    for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
-        convs = generate_conversations(n, seed=seed, split=split)
-        turns = [(t, "tools") for t in turns_for_prompting(convs)]
-        for source, extend, frac in (("readback", readback_conversations, readback_frac),
-                                     ("dictation", dictation_conversations, dictation_frac)):
-            turns += [(t, source) for t in turns_for_prompting(extend(convs, frac, seed=seed))
-                      if t.expected is None]
-        for turn, source in turns:
-            if next(counter) % num_shards != shard:
-                continue
-            if keep is not None and not keep(f"{turn.conversation_id}:{turn.turn}"):
-                continue
-            key = repr(turn.tools)
-            tools = tool_sets.get(key)
-            if tools is None:
-                tools = tool_sets[key] = parse_tools(turn.tools)
-            ids = render(turn.messages, tools or None)
-            if len(ids) > max_prompt_tokens:
-                skipped += 1
-                continue
-            items.append(PromptItem(f"{turn.conversation_id}:{turn.turn}", split, source,
-                                    tuple(ids)))
-    for conv in generic_prompts(generic):
-        if next(counter) % num_shards != shard or (keep is not None and not keep(conv.id)):
+    tool_sets: dict[str, list[ToolSpec]] = {}  # a call's turns share its tools: parse them once
+    for item_id, split, source, messages, tool_json in candidates():
+        if next(counter) % num_shards != shard or (keep is not None and not keep(item_id)):
             continue
-        ids = render(conv.messages, None)
+        key = repr(tool_json)
+        tools = tool_sets.get(key)
+        if tools is None:
+            tools = tool_sets[key] = parse_tools(tool_json)
+        ids = render(messages, tools or None)
         if len(ids) > max_prompt_tokens:
             skipped += 1
             continue
-        split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
-        items.append(PromptItem(conv.id, split, "generic", tuple(ids)))
-    for split, n in (("train", synthetic_conversations), ("heldout", synthetic_heldout)):
-        for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split)):
-            item_id = f"{turn.conversation_id}:{turn.turn}"
-            if next(counter) % num_shards != shard or (keep is not None and not keep(item_id)):
-                continue
-            ids = render(turn.messages, parse_tools(turn.tools))
-            if len(ids) > max_prompt_tokens:
-                skipped += 1
-                continue
-            items.append(PromptItem(item_id, split, "synthetic", tuple(ids)))
+        items.append(PromptItem(item_id, split, source, tuple(ids)))
     return items, skipped
 

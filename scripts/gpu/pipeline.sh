@@ -73,6 +73,12 @@ repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 [ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"
 D=runs/export/smollm2-dflash; G=runs/export/smollm2-dflash-generic
+# The drafter and its logs go to runs/out first (poll.sh copies runs/out as files appear): the
+# evals below take minutes, and a call that runs out of device time still brings the drafter back.
+split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
+cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
+cp runs/dflash-smollm2/train.log runs/out/train-main.log
+touch runs/drafter.done
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 16 --with-train --json runs/out/tau_main_b16.json
 [ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
@@ -86,11 +92,10 @@ for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
   ts speculator eval --data runs/$n.jsonl --drafter $D --device cuda --block-size 16 --json runs/out/tau_main_$n.json
   ts speculator eval --data runs/$n.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_$n.json
 done
-split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
-cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md; cp runs/bench-heldout.jsonl runs/out/
+cp runs/bench-heldout.jsonl runs/out/
 (cd runs/out && tar czf ../results.tgz --exclude='model.safetensors.part_*' --exclude='responses-*' . && rm -f *.json *.log *.md *.jsonl && mv ../results.tgz .)
 touch runs/pipeline.done
 # Runs 5 and 6 ran out of device time inside this bench (transformers peers + warm pass, ~400+ s):

@@ -1,8 +1,13 @@
 # Wait up to $1 seconds for runs/$2 (default pipeline.done, written by pipeline.sh once results
-# are packed; bench.done after the GPU bench), then copy runs/out to $OUT.
+# are packed; bench.done after the GPU bench). Every 10 s, whatever pipeline.sh has finished
+# under runs/out is copied to $OUT, so a call killed at the device's limit still brings back
+# what was done (the 2026-11-30 sixth session lost a whole run to a poll that only copied at
+# its end). Give $1 at least 90 s less than the device time left: the call's limit is shorter.
 t0=$(date +%s); marker=runs/${2:-pipeline.done}
-while [ ! -f "$marker" ] && [ $(( $(date +%s) - t0 )) -lt "${1:-520}" ]; do sleep 10; done
+sync_out() { cp -u runs/out/* "$OUT"/ 2>/dev/null; grep -v '^\s*$' runs/pipeline.log | tail -n 60 > "$OUT"/pipeline-tail.txt 2>/dev/null; true; }
+while [ ! -f "$marker" ] && [ $(( $(date +%s) - t0 )) -lt "${1:-520}" ]; do sync_out; sleep 10; done
+sync_out
 grep -v '^\s*$' runs/pipeline.log | tail -n 40
 for f in runs/train-main.out runs/train-generic.out; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -v '^\s*$' | tail -n 3; done
-if [ -f "$marker" ]; then cp runs/out/* "$OUT"/ 2>/dev/null; ls -la "$OUT"; else echo "still running: no $marker yet"; fi
+if [ -f "$marker" ]; then ls -la "$OUT"; else echo "still running: no $marker yet"; fi
 true

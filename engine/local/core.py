@@ -15,6 +15,7 @@ import torch
 
 from turnspec.engine.local.block_manager import BlockManager
 from turnspec.engine.local.config import LocalEngineConfig
+from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
 from turnspec.engine.local.grammar_mask import mask_next
 from turnspec.engine.local.runner import ModelRunner
@@ -83,6 +84,9 @@ class EngineCore:
             from turnspec.speculator import load_drafter
 
             self.drafter = load_drafter(cfg.speculator, device=device, dtype=ddtype)
+        # all layers' context K/V in one GEMM (draft_context.py); built before the prepacking
+        context_kv = FusedContextKV(self.drafter) if self.drafter is not None \
+            and FusedContextKV.fusable(self.drafter) else None
         if self.drafter is not None and device.type == "cpu":  # frozen: prepacked weights
             if ddtype == torch.float32:
                 pack_linears(self.drafter)
@@ -109,7 +113,7 @@ class EngineCore:
         self.blocks = BlockManager(nblocks, block)
         self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
-                                  device, dtype, self.drafter)
+                                  device, dtype, self.drafter, context_kv)
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up

@@ -28,7 +28,7 @@ class ExtendOutput:
 
 class ModelRunner:
     def __init__(self, model: Transformer, num_blocks: int, block_size: int, max_positions: int,
-                 device: torch.device, dtype: torch.dtype, drafter=None) -> None:
+                 device: torch.device, dtype: torch.dtype, drafter=None, context_kv=None) -> None:
         cfg = model.cfg
         self.model, self.cfg = model, cfg
         self.device, self.dtype = device, dtype
@@ -38,6 +38,9 @@ class ModelRunner:
         self.v_pools = torch.zeros(shape, device=device, dtype=dtype)
         self.rope = RotaryTable(cfg.rope, cfg.head_dim, max_positions, device, dtype)
         self.drafter = drafter
+        # new context rows' K/V for every drafter layer: FusedContextKV (one GEMM) when given
+        self.context_kv = context_kv if context_kv is not None else \
+            (drafter.context_kv if drafter is not None else None)
         self.tap_layers: tuple[int, ...] = ()
         if drafter is not None:
             dc = drafter.config
@@ -102,7 +105,7 @@ class ModelRunner:
         dev = self.device
         sel = taps[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]  # [T, K*H]
         ctx = self.drafter.project_context(sel.to(self.draft_dtype))
-        kv = self.drafter.context_kv(ctx, torch.tensor(positions, device=dev))
+        kv = self.context_kv(ctx, torch.tensor(positions, device=dev))
         slot_t = torch.tensor(slots, device=dev)
         dc = self.drafter.config
         for layer, (k, v) in enumerate(kv):

@@ -84,13 +84,13 @@ def cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def _bf16_prepacked(weight: torch.Tensor, batch_hint: int) -> torch.Tensor:
+def bf16_prepacked(weight: torch.Tensor, batch_hint: int) -> torch.Tensor:
     """A bf16 copy of `weight` in oneDNN's blocked layout (`mkldnn._linear_pointwise` input)."""
     return torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(torch.bfloat16).contiguous(),
                                                    batch_hint)
 
 
-def _bf16_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+def bf16_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """x [..., in] -> bf16 [..., out] through a prepacked weight. The GEMM input is 2-D and
     contiguous: a strided 3-D input (the drafter's slots 1..) would otherwise be copied."""
     x2 = x.reshape(-1, x.shape[-1]).to(torch.bfloat16).contiguous()
@@ -109,11 +109,11 @@ class Bf16PackedLinear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         # Only the packed copy is kept (callers read the drafter's dtype off DFlashDrafter.dtype):
         # a plain bf16 weight beside it would add ~31 MB for the SmolLM2 drafter.
-        self.register_buffer("packed", _bf16_prepacked(linear.weight, batch_hint), persistent=False)
+        self.register_buffer("packed", bf16_prepacked(linear.weight, batch_hint), persistent=False)
         self.bias = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _bf16_linear(x, self.packed, self.bias)
+        return bf16_linear(x, self.packed, self.bias)
 
 
 def pack_bf16_linears(model: nn.Module) -> int:
@@ -131,7 +131,7 @@ class Bf16DraftHead(nn.Module):
 
     def __init__(self, weight: torch.Tensor) -> None:
         super().__init__()
-        self.register_buffer("packed", _bf16_prepacked(weight, 8), persistent=False)
+        self.register_buffer("packed", bf16_prepacked(weight, 8), persistent=False)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return _bf16_linear(hidden, self.packed, None).float()
+        return bf16_linear(hidden, self.packed, None).float()

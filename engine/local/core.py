@@ -15,8 +15,8 @@ import torch
 
 from turnspec.engine.local.block_manager import BlockManager
 from turnspec.engine.local.config import LocalEngineConfig
-from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
+from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.grammar_mask import mask_next
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sampling import sample_rows

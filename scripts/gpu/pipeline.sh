@@ -2,6 +2,9 @@
 # tool+generic drafter and a generic-only drafter with the same budget, in parallel -> export ->
 # tau per split -> bench spec. Results are packed under runs/out (poll.sh copies them back).
 source scripts/gpu/env.sh
+# Every traced command carries the seconds since the pipeline started: the overhead between
+# phases is measured, not guessed (run 8's was not, and its logs never came back).
+export PS4='+ [${SECONDS}s] '
 set +e -x
 DG=${DATAGEN_BUDGET:-300}; TB=${TRAIN_BUDGET:-780}; L=${LAYERS:-4}; NS=${SHARDS:-3}
 TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}; EE=${EVAL_EVERY:-1500}
@@ -79,17 +82,21 @@ split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
 cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
 cp runs/dflash-smollm2/train.log runs/out/train-main.log
 touch runs/drafter.done
+# Most important first (a call that runs out of time still brings back the earlier ones): the
+# new drafter at B=16 on this run's held-out turns, then on the earlier sessions' held-out turns
+# (.gpu-carry/prev-heldout/*.jsonl.gz, carried in call B2: the turns the committed drafter was
+# scored on, whatever the workload generator does today; the samples hold their token ids).
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 16 --with-train --json runs/out/tau_main_b16.json
-[ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
-ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
-# The committed drafter (the warm start's source) on the same held-out turns: before/after.
-ts speculator eval --data runs/eval-data.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_b16.json
-# Held-out turns of an earlier session (.gpu-carry/prev-heldout/*.jsonl.gz, carried in call B2):
-# new and committed drafter on the very turns the committed one was scored on, whatever the
-# workload generator does today (the samples hold their token ids).
 for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
   n=$(basename "$h" .jsonl.gz); gunzip -c "$h" > runs/$n.jsonl
   ts speculator eval --data runs/$n.jsonl --drafter $D --device cuda --block-size 16 --json runs/out/tau_main_$n.json
+done
+[ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
+ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
+# The committed drafter (the warm start's source) on the same turns: before/after in one run.
+ts speculator eval --data runs/eval-data.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_b16.json
+for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
+  n=$(basename "$h" .jsonl.gz)
   ts speculator eval --data runs/$n.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_$n.json
 done
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json

@@ -4,6 +4,11 @@
 # what was done (the 2026-11-30 sixth session lost a whole run to a poll that only copied at
 # its end). Give $1 at least 90 s less than the device time left: the call's limit is shorter.
 t0=$(date +%s); marker=runs/${2:-pipeline.done}
+# A machine idle for 30 s is given back and the next call gets a fresh one: no pipeline to wait
+# for (the seventh session polled an empty machine for 570 s after an interruption). Say so.
+if [ ! -f runs/pipeline.log ]; then
+  echo "no runs/pipeline.log: this is a fresh machine, the pipeline of call C is gone" >&2; exit 3
+fi
 sync_out() { cp -u runs/out/* "$OUT"/ 2>/dev/null; grep -v '^\s*$' runs/pipeline.log | tail -n 60 > "$OUT"/pipeline-tail.txt 2>/dev/null; true; }
 while [ ! -f "$marker" ] && [ $(( $(date +%s) - t0 )) -lt "${1:-520}" ]; do sync_out; sleep 10; done
 sync_out

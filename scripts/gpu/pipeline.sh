@@ -82,23 +82,24 @@ split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
 cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
 cp runs/dflash-smollm2/train.log runs/out/train-main.log
 touch runs/drafter.done
-# Most important first (a call that runs out of time still brings back the earlier ones): the
-# new drafter at B=16 on this run's held-out turns, then on the earlier sessions' held-out turns
+# eval_prev DRAFTER TAG: B=16 tau on the earlier sessions' held-out turns
 # (.gpu-carry/prev-heldout/*.jsonl.gz, carried in call B2: the turns the committed drafter was
 # scored on, whatever the workload generator does today; the samples hold their token ids).
+eval_prev() {
+  for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
+    n=$(basename "$h" .jsonl.gz); [ -f runs/$n.jsonl ] || gunzip -c "$h" > runs/$n.jsonl
+    ts speculator eval --data runs/$n.jsonl --drafter $1 --device cuda --block-size 16 --json runs/out/tau_$2_$n.json
+  done
+}
+# Most important first (a call that runs out of time still brings back the earlier ones): the
+# new drafter at B=16 on this run's held-out turns, then on the earlier sessions'.
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 16 --with-train --json runs/out/tau_main_b16.json
-for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
-  n=$(basename "$h" .jsonl.gz); gunzip -c "$h" > runs/$n.jsonl
-  ts speculator eval --data runs/$n.jsonl --drafter $D --device cuda --block-size 16 --json runs/out/tau_main_$n.json
-done
+eval_prev $D main
 [ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
 # The committed drafter (the warm start's source) on the same turns: before/after in one run.
 ts speculator eval --data runs/eval-data.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_b16.json
-for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
-  n=$(basename "$h" .jsonl.gz)
-  ts speculator eval --data runs/$n.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_$n.json
-done
+eval_prev default prev
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log

@@ -108,13 +108,22 @@ class SpecStats:
     """Speculation stats: tau = committed tokens per verify step, bonus included."""
 
     verify_steps: int = 0
-    accepted_tokens: int = 0  # drafts accepted (bonus tokens not counted)
-    committed_tokens: int = 0  # tokens committed by verify steps (accepted + bonus)
+    accepted_tokens: int = 0  # drafts accepted and emitted (bonus tokens not counted)
+    committed_tokens: int = 0  # tokens emitted by verify steps (accepted + bonus)
     block_size: int = 0
 
     @property
     def tau(self) -> float:
         return self.committed_tokens / self.verify_steps if self.verify_steps else 0.0
+
+    def drop_tail(self, n: int) -> None:
+        """Uncount the last `n` tokens of a verify step that the request never emitted (they fell
+        past its stop token or max_tokens). What it kept were accepted drafts, its bonus was
+        dropped, so tau stays tokens *emitted* per verify step, as the offline replay counts."""
+        if not 0 < n <= self.committed_tokens:
+            raise ValueError(f"drop_tail({n}): expected 1..{self.committed_tokens} committed tokens")
+        self.committed_tokens -= n
+        self.accepted_tokens -= n - 1
 
     def as_dict(self) -> dict[str, float | int]:
         return {

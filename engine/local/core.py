@@ -247,6 +247,8 @@ class EngineCore:
             if seq.detok.stopped:
                 seq.finish_reason = "stop"
                 break
+        if len(new_tokens) > max(len(appended), 1):  # a verify step ran past a stop or max_tokens
+            seq.spec.drop_tail(len(new_tokens) - len(appended))
         seq.num_computed = min(seq.num_computed + advance, len(seq.token_ids) - 1)
         if seq.finish_reason is None:
             if seq.remaining <= 0 or len(seq.token_ids) >= self.max_context:

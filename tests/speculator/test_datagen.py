@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from turnspec.speculator.data import PackedSplit, read_samples
+from turnspec.speculator.data import PackedSplit, Sample, read_samples
 from turnspec.speculator.datagen import PromptItem, batch_plan, generate_dataset
 
 
@@ -44,6 +44,8 @@ def test_answer_contract_is_checked(tmp_path):
         generate_dataset(_items(2) * 2, _answer([]), tmp_path, progress=False)
     with pytest.raises(ValueError, match="split"):
         PromptItem("x", "test", "tools", (1,))
+    with pytest.raises(ValueError, match="only 0/1"):
+        Sample("x", "train", "tools", (1, 2, 3), (0, 1, 2))
 
 
 def test_packed_split_truncates_right_and_batches_by_length(tmp_path):
@@ -54,6 +56,11 @@ def test_packed_split_truncates_right_and_batches_by_length(tmp_path):
     row = packed.lengths.index(5)                                        # prompt 10, 11
     assert packed.ids[row].tolist() == [10, 11, 12, 13, 2, 0]
     assert packed.loss_mask[row].tolist() == [False, False, True, True, True, False]
+    kept = [s for s in read_samples(tmp_path) if sum(s.loss_mask[:6]) >= 2]
+    for i, s in enumerate(kept):                                        # every row, every slot
+        n = min(len(s.input_ids), 6)
+        assert packed.ids[i].tolist() == list(s.input_ids[:n]) + [0] * (6 - n)
+        assert packed.loss_mask[i].tolist() == [bool(m) for m in s.loss_mask[:n]] + [False] * (6 - n)
     seen = []
     for rows, width, tokens in packed.batches(4, torch.Generator().manual_seed(0)):
         lens = [packed.lengths[i] for i in rows.tolist()]

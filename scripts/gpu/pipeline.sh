@@ -21,6 +21,10 @@ SY=${SYNTHETIC:-0}; SYH=${SYNTHETIC_HELDOUT:-0}
 GEN=${GENERIC:-1}
 # INIT_FROM=default continues the committed drafter (fresh optimizer) instead of starting over.
 init=${INIT_FROM:+--init-from $INIT_FROM}
+# PREFILLS: --max-prefill-tokens per datagen shard, space-separated (one value: every shard).
+# Different values on different shards are an A/B in one run: shards answer alike mixes, and
+# each shard's datagen-s*.out reports its tokens_per_s.
+read -r -a PF <<< "${PREFILLS:-4096}"
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th prompt.
 datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
@@ -32,7 +36,7 @@ j=0; for r in .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
   ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
-  ts speculator datagen $datagen --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
+  ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
 wait
 tail -n 1 runs/datagen-s*.out
@@ -71,7 +75,7 @@ common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anch
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 wait
-repro_d="turnspec speculator datagen $datagen --shard I/$NS (I = 0..$((NS - 1)) in parallel, samples.jsonl concatenated)"
+repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --shard I/$NS (I = 0..$((NS - 1)) in parallel, P = shard I's of [${PF[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 [ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"

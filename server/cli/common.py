@@ -32,6 +32,10 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
+    g.add_argument("--max-prefill-tokens", type=int, default=4096,
+                   help="prompt tokens one prefill step may take (the first prompt of a step is "
+                        "always admitted); larger amortises per-step overhead in batch work such "
+                        "as datagen, smaller keeps decode steps frequent (default: %(default)s)")
     g.add_argument("--threads", type=int, default=None, help="torch threads on CPU")
 
 
@@ -51,7 +55,8 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         spec_lookup=None if args.spec_lookup is None else args.spec_lookup == "on",
         max_batch=args.max_batch, max_context=args.max_context,
-        kv_memory_gb=args.kv_memory_gb, threads=args.threads)
+        kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
+        threads=args.threads)
 
 
 def cpu_name() -> str:

@@ -177,6 +177,7 @@ def run_datagen(args: argparse.Namespace) -> int:
             "generic_heldout_frac": args.generic_heldout_frac,
             "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,
+            "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
                              batch_size=args.batch_size, progress=not args.no_progress,

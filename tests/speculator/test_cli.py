@@ -61,13 +61,19 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
     ids = []
     for i in range(2):
         out = tmp_path / f"s{i}"
-        assert _run("speculator", "datagen", "--out", str(out), "--shard", f"{i}/2", *common) == 0
+        prefill = ["--max-prefill-tokens", "64"] if i else []   # shard 1: one prompt per prefill step
+        assert _run("speculator", "datagen", "--out", str(out), "--shard", f"{i}/2", *common,
+                    *prefill) == 0
         stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert stats["written"] == stats["prompts"] > 0
-        assert json.loads((out / "meta.json").read_text())["shard"] == f"{i}/2"
+        meta = json.loads((out / "meta.json").read_text())
+        assert meta["shard"] == f"{i}/2" and meta["max_prefill_tokens"] == (64 if i else 4096)
         ids.append({json.loads(line)["id"] for line in (out / "samples.jsonl").open()})
     assert ids[0] and ids[1] and not ids[0] & ids[1]
     for bad in ("2/2", "x", "1/0"):
         with pytest.raises(SystemExit):
             _run("speculator", "datagen", "--out", str(tmp_path / "bad"), "--shard", bad, *common)
     assert "--shard" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="max_prefill_tokens: expected a positive integer"):
+        _run("speculator", "datagen", "--out", str(tmp_path / "bad"), *common,
+             "--max-prefill-tokens", "0")

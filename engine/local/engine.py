@@ -118,9 +118,12 @@ class LocalEngine:
 
     # -- offline batch API (datagen, benchmarks) ---------------------------------------------
     def generate_batch(self, prompts: list[list[int]], sampling: SamplingParams | None = None,
-                       spec_block_size: int | None = None) -> list[list[int]]:
+                       spec_block_size: int | None = None,
+                       counts: dict[str, int] | None = None) -> list[list[int]]:
         """Generate completions for many prompts at once (blocking; engine thread not needed).
-        Returns completion token ids per prompt, in order, including a final stop token."""
+        Returns completion token ids per prompt, in order, including a final stop token.
+        `counts`, if given, gains "prompt_tokens" and "cached_prompt_tokens" (prefix-cache hits
+        at admission) over these prompts, so batch work can see how much prefill it shared."""
         core = self._core()
         if self._thread is not None:
             raise EngineError("generate_batch drives the core directly; call it before start()")
@@ -134,6 +137,11 @@ class LocalEngine:
                 out[d.request_id].extend(d.token_ids)
                 if d.finish_reason == "error":
                     raise EngineError(f"{d.request_id}: {d.error}")
+                if d.finished and counts is not None:
+                    counts["cached_prompt_tokens"] = counts.get("cached_prompt_tokens", 0) \
+                        + d.timing.cached_tokens
+        if counts is not None:
+            counts["prompt_tokens"] = counts.get("prompt_tokens", 0) + sum(len(p) for p in prompts)
         return [out[f"batch-{i}"] for i in range(len(prompts))]
 
     # -- engine thread ---------------------------------------------------------------------

@@ -179,10 +179,11 @@ def run_datagen(args: argparse.Namespace) -> int:
             "skipped_long_prompts": skipped, "seed": args.seed,
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
-    stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling), args.out,
-                             batch_size=args.batch_size, progress=not args.no_progress,
+    counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
+    stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
+                             args.out, batch_size=args.batch_size, progress=not args.no_progress,
                              meta=meta, time_budget_s=args.time_budget, seed=args.seed)
-    print(json.dumps({**stats, "skipped_long_prompts": skipped, "out": str(args.out)}))
+    print(json.dumps({**stats, **counts, "skipped_long_prompts": skipped, "out": str(args.out)}))
     return 0
 
 

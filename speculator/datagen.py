@@ -52,13 +52,26 @@ def done_ids(out_dir: Path) -> set[str]:
     return {json.loads(line)["id"] for line in data[:keep].decode().splitlines() if line}
 
 
+def conversation_key(item_id: str) -> str:
+    """The call a prompt comes from: ids are "<conversation>:<turn>" (readbacks
+    "<conversation>:readback:<turn>"), so the part before the first ':'; an id without one is
+    its own unit."""
+    return item_id.split(":", 1)[0]
+
+
 def batch_plan(items: Sequence[PromptItem], batch_size: int,
                seed: int = 0) -> list[list[PromptItem]]:
-    """Batches of similar length (less padding in the engine) within one (source, split), in a
-    seeded order stratified by group: every group's first batch runs before any group's
-    second, and after any prefix of the plan each group has run about the same fraction of
-    its batches. (A plain shuffle is not enough: a small group, e.g. the ~50 generic prompts
-    of one datagen shard, fits in one batch, and a budget-cut run can miss it entirely.)"""
+    """Batches within one (source, split), whole conversations per batch, in a seeded order
+    stratified by group: every group's first batch runs before any group's second, and after
+    any prefix of the plan each group has run about the same fraction of its batches. (A plain
+    shuffle is not enough: a small group, e.g. the ~50 generic prompts of one datagen shard,
+    fits in one batch, and a budget-cut run can miss it entirely.)
+
+    Whole conversations: turn k+1's prompt extends turn k's, and a synthetic call's system
+    prompt and tools are its own, so a call's turns share most of their prefill only when one
+    engine call holds them all (its KV pool keeps the batch's blocks; a later batch evicts
+    them). Conversations are packed in order of their longest prompt, so batches stay of
+    similar length (less padding), and each batch runs in waves of turns (see below)."""
     if batch_size < 1:
         raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
     rng = random.Random(seed)
@@ -67,8 +80,24 @@ def batch_plan(items: Sequence[PromptItem], batch_size: int,
         groups.setdefault((it.source, it.split), []).append(it)
     keyed: list[tuple[float, float, list[PromptItem]]] = []
     for key in sorted(groups):
-        group = sorted(groups[key], key=lambda it: len(it.prompt_ids))
-        batches = [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
+        convs: dict[str, list[PromptItem]] = {}
+        for it in groups[key]:
+            convs.setdefault(conversation_key(it.id), []).append(it)
+        units = sorted(convs.values(), key=lambda u: (max(len(it.prompt_ids) for it in u), u[0].id))
+        rank: dict[str, int] = {}                                  # turn order within its call
+        for unit in units:
+            unit.sort(key=lambda it: len(it.prompt_ids))
+            rank.update((it.id, r) for r, it in enumerate(unit))
+        batches: list[list[PromptItem]] = [[]]
+        for unit in units:
+            for i in range(0, len(unit), batch_size):              # a call longer than a batch
+                part = unit[i : i + batch_size]
+                if len(batches[-1]) + len(part) > batch_size:
+                    batches.append([])
+                batches[-1] += part
+        # in waves: every call's first turn, then every second turn, ... (by length within a
+        # wave), so a turn is admitted after the turn it extends has been prefilled
+        batches = [sorted(b, key=lambda it: (rank[it.id], len(it.prompt_ids))) for b in batches if b]
         rng.shuffle(batches)
         keyed += [(k / len(batches), rng.random(), b) for k, b in enumerate(batches)]
     keyed.sort(key=lambda t: t[:2])

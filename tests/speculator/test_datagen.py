@@ -96,3 +96,26 @@ def test_batch_plan_is_stratified_by_source_and_split():
     assert plan == batch_plan(items, 8, seed=3) and plan != batch_plan(items, 8, seed=4)
     with pytest.raises(ValueError, match="batch_size"):
         batch_plan(items, 0)
+
+
+def test_batch_plan_keeps_a_conversation_in_one_batch():
+    # 30 calls of 2-6 turns; turn k+1's prompt is longer than turn k's, calls differ in length
+    items = [PromptItem(f"c{c}:{k}", "train", "synthetic", (1,) * (50 * (c % 7) + 10 * k + 5))
+             for c in range(30) for k in range(1, 2 + c % 5)]
+    items.append(PromptItem("c3:readback:4", "train", "synthetic", (1,) * 500))
+    items.append(PromptItem("solo", "train", "synthetic", (2,) * 3))
+    plan = batch_plan(items, 8, seed=1)
+    assert sorted(it.id for b in plan for it in b) == sorted(it.id for it in items)
+    assert all(len(b) <= 8 for b in plan) and len(plan) <= len(items) // 4
+    where = {it.id: i for i, b in enumerate(plan) for it in b}
+    for c in range(30):
+        assert len({where[it.id] for it in items if it.id.split(":")[0] == f"c{c}"}) == 1, c
+    for b in plan:                 # in waves: all first turns (by length), then all second, ...
+        turn = [sorted(len(x.prompt_ids) for x in b if x.id.split(":")[0] == it.id.split(":")[0])
+                .index(len(it.prompt_ids)) for it in b]
+        assert turn == sorted(turn)
+        for t in set(turn):
+            wave = [len(it.prompt_ids) for it, k in zip(b, turn, strict=True) if k == t]
+            assert wave == sorted(wave)
+    big = [PromptItem(f"long:{k}", "train", "tools", (1,) * (k + 1)) for k in range(20)]
+    assert sorted(len(b) for b in batch_plan(big, 8)) == [4, 8, 8]  # a call longer than a batch

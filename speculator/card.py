@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from turnspec.speculator.config import SMOLLM2_MASK_TOKEN_ID
+from turnspec.speculator.tau import format_interval
 
 _MASK_NOTE = (
     "SmolLM2 has no MASK token. Id 16 `<empty_output>` is one of the StarCoder-era specials "
@@ -65,8 +66,8 @@ def render_card(m: dict, commands: list[str] | None = None, when: date | None = 
               "| split | tau | 90% CI (bootstrap over turns) | steps | samples |",
               "|---|---|---|---|---|"]
     for name, r in m["eval"].items():
-        ci = f"{r['ci90'][0]:.2f}..{r['ci90'][1]:.2f}" if r.get("ci90") else "-"
-        lines.append(f"| {name} | {r['tau']:.3f} | {ci} | {r['steps']} | {r['samples']} |")
+        lines.append(f"| {name} | {r['tau']:.3f} | {format_interval(r.get('ci90'))} | "
+                     f"{r['steps']} | {r['samples']} |")
     if commands:
         lines += ["", "## Reproduce", "", "```"] + commands + ["```"]
     lines += ["", f"Card written {(when or date.today()).isoformat()} from the run's "

@@ -50,22 +50,27 @@ def evaluate_tau(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sam
     seqs = [s for s in samples if s.prompt_len < min(len(s.input_ids), max_len) - 1]
     seqs.sort(key=lambda s: len(s.input_ids))
     hist = torch.zeros(blk, dtype=torch.long, device=target.device)
+    row_tokens: list[int] = []
     row_steps: list[int] = []
     was_training = drafter.training
     drafter.eval()
     for i in range(0, len(seqs), batch_size):
-        h, n = _replay(drafter, target, seqs[i : i + batch_size], blk, max_len)
+        h, t, n = _replay(drafter, target, seqs[i : i + batch_size], blk, max_len)
         hist += h
+        row_tokens += t.tolist()
         row_steps += n.tolist()
     drafter.train(was_training)
     counts = hist.tolist()
     steps = sum(counts)
     tokens = sum((n + 1) * c for n, c in enumerate(counts))
-    # a sequence replays every token after its first: end - prompt_len
-    row_tokens = [min(len(s.input_ids), max_len) - 1 - s.prompt_len for s in seqs]
     return TauResult(tau=tokens / steps if steps else float("nan"), steps=steps, tokens=tokens,
                      samples=len(seqs), histogram=tuple(counts),
                      ci90=tau_interval(row_tokens, row_steps))
+
+
+def format_interval(ci: tuple[float, float] | list[float] | None) -> str:
+    """"3.42..6.65" for a report's table or log line; "-" where none was measured."""
+    return f"{ci[0]:.2f}..{ci[1]:.2f}" if ci else "-"
 
 
 def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9,
@@ -91,9 +96,9 @@ def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9
 
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-            max_len: int) -> tuple[Tensor, Tensor]:
-    """One batch of sequences -> (histogram [blk] of tokens produced per step, steps per
-    sequence [b])."""
+            max_len: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and
+    steps [b] per sequence)."""
     dev = target.device
     lens = [min(len(s.input_ids), max_len) for s in seqs]
     width = max(lens)
@@ -111,6 +116,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
         ks, vs = [k for k, _ in kv], [v for _, v in kv]
         offs = torch.arange(blk, device=dev)
         hist = torch.zeros(blk, dtype=torch.long, device=dev)
+        row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
         row_steps = torch.zeros(b, dtype=torch.long, device=dev)
         while True:
             active = anchor < end                                          # [b]
@@ -125,6 +131,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
             accepted = hit.long().cumprod(-1).sum(-1)                      # [b]
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
             hist += torch.bincount((produced - 1)[active], minlength=blk)
+            row_tokens += torch.where(active, produced, 0)
             row_steps += active
             anchor = torch.where(active, anchor + produced, anchor)
-    return hist, row_steps
+    return hist, row_tokens, row_steps

@@ -14,7 +14,7 @@ from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.data import Sample, copied_share
 from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget
-from turnspec.speculator.tau import evaluate_tau
+from turnspec.speculator.tau import evaluate_tau, format_interval
 
 COPIED = 0.6  # eval_splits: held-out answers at least this much copied from their prompt
 
@@ -84,7 +84,7 @@ def run_evals(drafter: DFlashDrafter, target: FrozenTarget, evals: dict[str, lis
         r = evaluate_tau(drafter, target, samples, block_size=block_size, max_len=max_len,
                          batch_size=batch)
         out[name] = r.to_dict()
-        log(f"tau[{name}] = {r.tau:.3f} (90% CI {r.ci90[0]:.2f}..{r.ci90[1]:.2f}) over "
+        log(f"tau[{name}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) over "
             f"{r.steps} steps, {r.samples} samples ({time.perf_counter() - t:.1f}s)")
     return out
 

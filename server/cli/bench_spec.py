@@ -32,7 +32,7 @@ import torch
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.server.cli.common import add_engine_args, cpu_name, engine_config_from_args
 from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
-from turnspec.speculator.tau import tau_interval
+from turnspec.speculator.tau import format_interval, tau_interval
 
 DEFAULT_DATA = DEFAULT_DRAFTER_DIR / "heldout.jsonl"
 
@@ -282,7 +282,7 @@ def print_table(r: dict) -> None:
         for x in row["spec"]:
             tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
             share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
-            ci = f"{x['tau_ci90'][0]:.2f}..{x['tau_ci90'][1]:.2f}" if x.get("tau_ci90") else "-"
+            ci = format_interval(x.get("tau_ci90"))
             name = f"DFlash {_config_label(x)}"
             print(f"{'':<9}{name:<36}{x['tok_s']:>9.2f}{tau:>7}{ci:>12}{share:>9}{x['speedup']:>9.2f}x"
                   f"{str(x['identical']):>11}")

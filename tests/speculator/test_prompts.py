@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnspec.engine.chat import ChatTemplate
+from turnspec.speculator.datagen import conversation_key
 from turnspec.speculator.prompts import build_prompt_items
 
 
@@ -58,6 +59,11 @@ def test_shards_partition_the_prompts(smollm2_dir):
     assert all(shards) and sum(len(s) for s in shards) == len(whole)
     assert sorted(it.id for s in shards for it in s) == sorted(it.id for it in whole)
     assert {it.id: it for it in whole} == {it.id: it for s in shards for it in s}
+    # whole calls per shard (a turn's prompt extends the previous turn's: shared prefill)
+    convs = [{conversation_key(it.id) for it in s} for s in shards]
+    assert not (convs[0] & convs[1] or convs[0] & convs[2] or convs[1] & convs[2])
+    assert any(len([it for it in s if conversation_key(it.id) == c]) > 2
+               for s, cs in zip(shards, convs, strict=True) for c in cs)
     for bad in ((3, 3), (-1, 2), (0, 0)):
         with pytest.raises(ValueError, match="shard"):
             build_prompt_items(chat.render, shard=bad[0], num_shards=bad[1], **kw)

@@ -4,8 +4,10 @@ Per step: frozen target features for a batch of whole sequences -> random anchor
 sequence (re-drawn every time a sequence is seen) -> all blocks in one drafter pass with the
 block mask -> decayed CE on slots 1..B-1 against same-position labels -> AdamW, warmup +
 cosine, grad clip. Everything stays on the device; the host reads numbers only every
-`log_every` steps. Outputs in `out/`: checkpoint.pt (resume), drafter/ (z-lab layout),
-metrics.json, train.log.
+`log_every` steps. The step that ends at a log point is timed phase by phase (`step_ms`:
+batch inputs, target features, drafter forward + loss, backward, optimizer), synchronizing the
+device at each boundary of that one step only, so a run's log says where its step time goes.
+Outputs in `out/`: checkpoint.pt (resume), drafter/ (z-lab layout), metrics.json, train.log.
 """
 
 from __future__ import annotations
@@ -196,7 +198,9 @@ class _Run:
                     break
                 lr = cosine_lr(st["step"], st["total"], max(1, int(cfg.warmup * st["total"])),
                                cfg.lr, cfg.lr * 0.1)
-                self._optimize(rows, width, lr, acc)
+                logs = (st["step"] + 1) % cfg.log_every == 0 or st["step"] + 1 == st["total"]
+                phases = _Phases(self.device) if logs else None
+                self._optimize(rows, width, lr, acc, phases)
                 st["step"], st["batch_in_epoch"] = st["step"] + 1, bi + 1
                 self.tokens_seen += tok
                 window[1] += tok
@@ -204,7 +208,10 @@ class _Run:
                 step = st["step"]
                 if step % cfg.log_every == 0 or step == st["total"]:
                     st["elapsed_s"] = time.perf_counter() - t0
-                    self._log_point(acc.read_and_reset(), lr, window, step - step0)  # sync
+                    m = acc.read_and_reset()
+                    if phases is not None:
+                        m["step_ms"] = phases.ms
+                    self._log_point(m, lr, window, step - step0)  # sync
                     bar.total = st["total"]
                 if cfg.eval_every and step % cfg.eval_every == 0 and step < st["total"]:
                     st["history"].append({"step": step, "eval": run_evals(
@@ -221,15 +228,20 @@ class _Run:
         st["elapsed_s"] = time.perf_counter() - t0
         save_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, self.dcfg, st)
 
-    def _optimize(self, rows: torch.Tensor, width: int, lr: float, acc: _Accum) -> None:
+    def _optimize(self, rows: torch.Tensor, width: int, lr: float, acc: _Accum,
+                  phases: _Phases | None) -> None:
         for g in self.opt.param_groups:
             g["lr"] = lr
         loss = _train_step(self.drafter, self.target, self.data, rows, width, self.cfg,
-                           self.dcfg, self.decay, self.dev_gen, acc, self.amp)
+                           self.dcfg, self.decay, self.dev_gen, acc, self.amp, phases)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
+        if phases is not None:
+            phases.mark("backward")
         torch.nn.utils.clip_grad_norm_(self.drafter.parameters(), self.cfg.grad_clip)
         self.opt.step()
+        if phases is not None:
+            phases.mark("optimizer")
 
     def _log_point(self, m: dict, lr: float, window: list, steps_this_run: int) -> None:
         """Log metrics and throughput; with a time budget, fit the step total to it."""
@@ -273,6 +285,28 @@ class _Run:
         return metrics
 
 
+class _Phases:
+    """Wall milliseconds per phase of one training step. Each boundary synchronizes the device
+    (CUDA runs ahead of the host), so only the step before a log point is timed this way."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device, self.ms, self.t = device, {}, 0.0
+
+    def _now(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    def start(self) -> None:
+        self.t = self._now()
+
+    def mark(self, phase: str) -> None:
+        """Close `phase`: the time since start() or the previous mark."""
+        now = self._now()
+        self.ms[phase] = round((now - self.t) * 1e3, 2)
+        self.t = now
+
+
 class _Accum:
     """Device-side running sums between log points (no per-step host reads)."""
 
@@ -294,16 +328,22 @@ class _Accum:
 def _train_step(drafter: DFlashDrafter, target: FrozenTarget, split: PackedSplit,
                 rows: torch.Tensor, width: int, cfg: TrainConfig, dcfg: DFlashConfig,
                 decay: torch.Tensor, gen: torch.Generator, acc: _Accum,
-                amp: bool) -> torch.Tensor:
+                amp: bool, phases: _Phases | None = None) -> torch.Tensor:
     """One batch -> weighted CE loss (graph attached). Metrics go to `acc` on the device."""
+    if phases is not None:
+        phases.start()
     ids = split.ids[rows, :width]                                         # [b, S]
     lmask = split.loss_mask[rows, :width]                                 # [b, S] bool
     anchors, valid = sample_anchors(lmask, cfg.anchors, gen)              # [b, N]
     blocks = block_inputs(ids, anchors, dcfg.block_size, dcfg.mask_token_id)
     labels, ok = block_labels(ids, lmask, anchors, valid, dcfg.block_size)  # [b, N, B]
     labels, ok = labels[..., 1:], ok[..., 1:]                             # slots 1..B-1
+    if phases is not None:
+        phases.mark("inputs")
     with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=amp):
         taps = target.features(ids)                                       # [b, S, K*H]
+        if phases is not None:
+            phases.mark("target")
         h = drafter.forward_train(taps, target.embed(blocks), anchors)    # [b, N, B, H]
         logits = target.logits(h[:, :, 1:])                               # [b, N, B-1, V]
     ce = F.cross_entropy(logits.float().flatten(0, 2), labels.flatten(),
@@ -319,4 +359,6 @@ def _train_step(drafter: DFlashDrafter, target: FrozenTarget, split: PackedSplit
         acc.blocks += valid.sum()
         acc.hits += hit.sum((0, 1))
         acc.slots += ok.sum((0, 1))
+    if phases is not None:
+        phases.mark("drafter")
     return loss

@@ -41,6 +41,11 @@ def test_loss_falls_and_heldout_tau_rises(trained):
     assert len(losses) == 6 and losses[-1] < losses[0] - 0.5, losses
     assert m["tau"]["tools-heldout"] > 1.3 and m["tau"]["generic-heldout"] > 1.3, m["tau"]
     assert any("eval" in h for h in m["history"])                      # eval during training
+    # the step ending at each log point says where its time went, phase by phase
+    phases = [h["step_ms"] for h in m["history"] if "loss" in h]
+    assert len(phases) == 6 and all(list(p) == ["inputs", "target", "drafter", "backward",
+                                                "optimizer"] for p in phases), phases
+    assert all(v >= 0 for p in phases for v in p.values()) and sum(phases[-1].values()) > 0
     assert json.loads((out / "metrics.json").read_text())["steps"] == 120
     assert (out / "checkpoint.pt").is_file() and (out / "train.log").is_file()
     assert load_drafter(out / "drafter").fc.weight.dtype == torch.bfloat16

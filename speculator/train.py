@@ -199,18 +199,16 @@ class _Run:
                 lr = cosine_lr(st["step"], st["total"], max(1, int(cfg.warmup * st["total"])),
                                cfg.lr, cfg.lr * 0.1)
                 logs = (st["step"] + 1) % cfg.log_every == 0 or st["step"] + 1 == st["total"]
-                phases = _Phases(self.device) if logs else None
+                phases = _Phases(self.device) if logs else None   # timed: the step that logs
                 self._optimize(rows, width, lr, acc, phases)
                 st["step"], st["batch_in_epoch"] = st["step"] + 1, bi + 1
                 self.tokens_seen += tok
                 window[1] += tok
                 bar.update(1)
                 step = st["step"]
-                if step % cfg.log_every == 0 or step == st["total"]:
+                if phases is not None:                            # this step logs
                     st["elapsed_s"] = time.perf_counter() - t0
-                    m = acc.read_and_reset()
-                    if phases is not None:
-                        m["step_ms"] = phases.ms
+                    m = {**acc.read_and_reset(), "step_ms": phases.ms}
                     self._log_point(m, lr, window, step - step0)  # sync
                     bar.total = st["total"]
                 if cfg.eval_every and step % cfg.eval_every == 0 and step < st["total"]:

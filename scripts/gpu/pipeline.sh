@@ -1,6 +1,6 @@
 # The drafter campaign in one go (started by stage_c.sh with setsid): datagen -> train the
 # tool+generic drafter and a generic-only drafter with the same budget, in parallel -> export ->
-# tau per split -> bench spec. Results are packed under runs/out (poll.sh copies them back).
+# tau per split -> bench spec. Results go to runs/out (poll.sh packs them and copies them back).
 source scripts/gpu/env.sh
 # Every traced command carries the seconds since the pipeline started: the overhead between
 # phases is measured, not guessed (run 8's was not, and its logs never came back).
@@ -27,7 +27,8 @@ init=${INIT_FROM:+--init-from $INIT_FROM}
 # response tok/s of 4096, so it is the default here (the engine's serving default stays 4096).
 read -r -a PF <<< "${PREFILLS:-32768}"
 mkdir -p runs/out
-# NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th prompt.
+# NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
+# conversation (whole calls: a turn's prefill reuses the previous turn's KV).
 datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
 # SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then

@@ -50,8 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds; no new batch starts after it (rerun to resume)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
-                   help="answer only every N-th prompt from the I-th (0-based), so N processes "
-                        "can share one GPU; concatenate their samples.jsonl (default: 0/1)")
+                   help="answer only every N-th conversation from the I-th (0-based; a call's turns "
+                        "stay in one shard and share their prefill), so N processes can share "
+                        "one GPU; concatenate their samples.jsonl (default: 0/1)")
     d.add_argument("--no-progress", action="store_true")
     from turnspec.server.cli.common import add_engine_args
 

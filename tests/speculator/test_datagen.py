@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from turnspec.speculator.data import PackedSplit, Sample, read_samples
-from turnspec.speculator.datagen import PromptItem, batch_plan, generate_dataset
+from turnspec.speculator.datagen import PromptItem, batch_plan, conversation_key, generate_dataset
 
 
 def _items(n: int) -> list[PromptItem]:
@@ -109,9 +109,9 @@ def test_batch_plan_keeps_a_conversation_in_one_batch():
     assert all(len(b) <= 8 for b in plan) and len(plan) <= len(items) // 4
     where = {it.id: i for i, b in enumerate(plan) for it in b}
     for c in range(30):
-        assert len({where[it.id] for it in items if it.id.split(":")[0] == f"c{c}"}) == 1, c
+        assert len({where[it.id] for it in items if conversation_key(it.id) == f"c{c}"}) == 1, c
     for b in plan:                 # in waves: all first turns (by length), then all second, ...
-        turn = [sorted(len(x.prompt_ids) for x in b if x.id.split(":")[0] == it.id.split(":")[0])
+        turn = [sorted(len(x.prompt_ids) for x in b if conversation_key(x.id) == conversation_key(it.id))
                 .index(len(it.prompt_ids)) for it in b]
         assert turn == sorted(turn)
         for t in set(turn):

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -101,14 +102,24 @@ def data_summary(data: str | Path, samples: list[Sample]) -> dict:
     return {"counts": dict(sorted(counts.items())), "datagen": meta}
 
 
+class Batch(NamedTuple):
+    """One training step's sequences; the ints are known on the host (no device sync)."""
+    rows: Tensor        # [b] int64 row indices on the device
+    width: int          # the batch's longest length (columns to slice)
+    tokens: int         # real tokens in the batch
+    response_span: int  # the batch's widest span from a row's first to last response token
+
+
 @dataclass(slots=True)
 class PackedSplit:
-    """Samples as padded device tensors. ids [N, S] int64, loss_mask [N, S] bool, and the
-    lengths both on the host (for batching without syncs) and on the device."""
+    """Samples as padded device tensors. ids [N, S] int64, loss_mask [N, S] bool, the lengths
+    on the host (for batching without syncs), and per row the span from its first to its last
+    response token (host; soft labels run the target's LM head over that window only)."""
     ids: Tensor
     loss_mask: Tensor
     lengths: list[int]
     truncated: int
+    spans: list[int]
 
     @classmethod
     def build(cls, samples: list[Sample], max_len: int, device: torch.device | str,
@@ -132,8 +143,10 @@ class PackedSplit:
         mask = np.zeros((n, width), dtype=np.bool_)
         ids[real], mask[real] = flat_ids, flat_mask
         truncated = sum(len(s.input_ids) > max_len for s in keep)
+        first = mask.argmax(1)                                     # every kept row has one
+        last = width - 1 - mask[:, ::-1].argmax(1)
         return cls(torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device), lengths,
-                   truncated)
+                   truncated, (last - first + 1).tolist())
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -141,10 +154,8 @@ class PackedSplit:
     def num_tokens(self) -> int:
         return sum(self.lengths)
 
-    def batches(self, batch_size: int,
-                generator: torch.Generator) -> Iterator[tuple[Tensor, int, int]]:
-        """One epoch: shuffled batches of similar length. Yields (row indices [b] on the
-        device, width = the batch's longest length, real tokens), the ints known on the host."""
+    def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[Batch]:
+        """One epoch: shuffled batches of similar length."""
         order = torch.randperm(len(self), generator=generator).tolist()
         # Sort within windows of 32 batches: little padding, still random across an epoch.
         win = 32 * batch_size
@@ -158,5 +169,6 @@ class PackedSplit:
         start = 0
         for rows in plan:
             lens = [self.lengths[i] for i in rows]
-            yield flat[start : start + len(rows)], max(lens), sum(lens)
+            yield Batch(flat[start : start + len(rows)], max(lens), sum(lens),
+                        max(self.spans[i] for i in rows))
             start += len(rows)

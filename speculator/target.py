@@ -32,6 +32,7 @@ class FrozenTarget:
             raise ValueError(f"target_layer_ids={self.layer_ids}: the target has only "
                              f"{len(layers)} layers")
         self._taps: dict[int, Tensor] = {}
+        self._stop = True                      # False: run to the final norm (soft labels)
         last = max(self.layer_ids)
         for i in sorted(set(self.layer_ids)):
             layers[i].register_forward_hook(self._hook(i, stop=i == last))
@@ -55,7 +56,7 @@ class FrozenTarget:
     def _hook(self, i: int, stop: bool):
         def hook(_module: nn.Module, _args: Any, output: Any) -> None:
             self._taps[i] = output[0] if isinstance(output, tuple) else output
-            if stop:
+            if stop and self._stop:
                 raise _StopForward
         return hook
 
@@ -70,6 +71,22 @@ class FrozenTarget:
         taps = [self._taps[i] for i in self.layer_ids]
         self._taps.clear()
         return torch.cat(taps, dim=-1)
+
+    @torch.no_grad()
+    def features_and_final(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
+        """The whole forward: taps [b, S, K*H] as `features`, and the final-normed hidden
+        states [b, S, H] that the LM head turns into the target's next-token logits (the
+        soft labels of speculator/soft_labels.py). Costs the layers after the last tap."""
+        self._taps.clear()
+        base = getattr(self.model, "model", self.model)
+        self._stop = False
+        try:
+            final = base(input_ids=input_ids, use_cache=False).last_hidden_state
+        finally:
+            self._stop = True
+        taps = [self._taps[i] for i in self.layer_ids]
+        self._taps.clear()
+        return torch.cat(taps, dim=-1), final
 
     def embed(self, ids: Tensor) -> Tensor:
         """ids [...] int64 -> [..., H] with the frozen target embedding."""

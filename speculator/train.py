@@ -1,12 +1,12 @@
 """Train a DFlash drafter on target-generated data (reference/dflash.md §2).
 
-Per step: frozen target features for a batch of whole sequences -> random anchors per
-sequence (re-drawn every time a sequence is seen) -> all blocks in one drafter pass with the
-block mask -> decayed CE on slots 1..B-1 against same-position labels -> AdamW, warmup +
-cosine, grad clip. Everything stays on the device; the host reads numbers only every
-`log_every` steps. The step that ends at a log point is timed phase by phase (`step_ms`:
-batch inputs, target features, drafter forward + loss, backward, optimizer), synchronizing the
-device at each boundary of that one step only, so a run's log says where its step time goes.
+The run: setup (target, packed data, drafter, warm start or resume) -> steps (one step's math
+is `train_step.py`: frozen target features, random anchors re-drawn every time a sequence is
+seen, all blocks in one drafter pass, decayed CE against same-position labels, optionally
+mixed with the target's own top-k distribution, `soft_labels.py`) -> AdamW, warmup + cosine,
+grad clip. Everything stays on the device; the host reads numbers only at log points, and the
+step that ends at one is timed phase by phase (`step_ms`: batch inputs, target features,
+drafter forward + loss, backward, optimizer), so a run's log says where its step time goes.
 Outputs in `out/`: checkpoint.pt (resume), drafter/ (z-lab layout), metrics.json, train.log.
 """
 
@@ -20,19 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
-from turnspec.speculator.blocks import (
-    accepted_prefix,
-    block_inputs,
-    block_labels,
-    cosine_lr,
-    decay_weights,
-    sample_anchors,
-)
+from turnspec.speculator.blocks import cosine_lr, decay_weights
 from turnspec.speculator.config import DFlashConfig, default_gamma
-from turnspec.speculator.data import PackedSplit, data_summary, read_samples
+from turnspec.speculator.data import Batch, PackedSplit, data_summary, read_samples
 from turnspec.speculator.export import load_drafter, save_drafter
 from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget, default_mask_token_id, read_target_config
@@ -44,6 +36,13 @@ from turnspec.speculator.train_io import (
     run_evals,
     save_checkpoint,
 )
+from turnspec.speculator.train_step import StepMetrics, StepPhases, StepSpec, train_step
+
+# With a time budget the step total (and so the warmup, a share of it) is only known once the
+# step rate is: the first log point comes after this many steps of a run, whatever log_every
+# says. Before, it came at log_every: run 10 (H200) spent its first 100 of 2,612 steps at
+# lr ~3e-6, its warmup sized for the 558,800 steps of `--epochs 200`, then jumped to the peak.
+_FIRST_FIT = 20
 
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -80,6 +79,8 @@ class TrainConfig:
     progress: bool = True
     train_sources: tuple[str, ...] | None = None  # e.g. ("generic",): train on these sources only
     init_from: str | None = None         # exported drafter folder or "default": warm start
+    soft_weight: float = 0.0             # loss = (1-w) CE(token) + w CE(target's top-k dist.)
+    soft_topk: int = 8                   # tokens kept of the target's distribution
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "batch_size", "anchors", "max_len", "log_every",
@@ -90,6 +91,9 @@ class TrainConfig:
             raise ValueError("TrainConfig: expected block_size >= 2, epochs > 0, lr > 0 and "
                              f"0 <= warmup < 1, got {self.block_size}, {self.epochs}, {self.lr}, "
                              f"{self.warmup}")
+        if not 0.0 <= self.soft_weight <= 1.0 or self.soft_topk < 1:
+            raise ValueError(f"TrainConfig: expected 0 <= soft_weight <= 1 and soft_topk >= 1, "
+                             f"got {self.soft_weight}, {self.soft_topk}")
         if self.export_dtype not in _DTYPES:
             raise ValueError(f"TrainConfig.export_dtype={self.export_dtype!r}: expected one of "
                              f"{sorted(_DTYPES)}")
@@ -174,6 +178,9 @@ class _Run:
             self.log(f"weights from {cfg.init_from} (fresh optimizer and schedule)")
         self.decay = decay_weights(dcfg.block_size, cfg.gamma or default_gamma(dcfg.block_size),
                                    self.device)
+        self.step_spec = StepSpec(anchors=cfg.anchors, block_size=dcfg.block_size,
+                                  mask_token_id=dcfg.mask_token_id, soft_weight=cfg.soft_weight,
+                                  soft_topk=cfg.soft_topk, amp=self.amp)
         self.n_params = sum(p.numel() for p in self.drafter.parameters())
         self.log(f"drafter {self.n_params / 1e6:.2f}M params, {dcfg.num_layers} layers, "
                  f"B={dcfg.block_size}, steps={self.state['total']} ({self.steps_per_epoch}"
@@ -182,7 +189,7 @@ class _Run:
 
     def loop(self) -> None:
         cfg, st = self.cfg, self.state
-        acc = _Accum(self.dcfg.block_size, self.device)
+        acc = StepMetrics(self.dcfg.block_size, self.device)
         bar = tqdm(total=st["total"], initial=st["step"], disable=not cfg.progress,
                    desc="train", dynamic_ncols=True)
         t0, step0 = time.perf_counter() - st["elapsed_s"], st["step"]
@@ -190,20 +197,20 @@ class _Run:
         self.drafter.train()
         while st["step"] < st["total"]:
             self.host_gen.set_state(st["epoch_gen"])
-            for bi, (rows, width, tok) in enumerate(self.data.batches(cfg.batch_size,
-                                                                      self.host_gen)):
+            for bi, batch in enumerate(self.data.batches(cfg.batch_size, self.host_gen)):
                 if bi < st["batch_in_epoch"]:
                     continue                                      # resumed mid-epoch
                 if st["step"] >= st["total"]:
                     break
                 lr = cosine_lr(st["step"], st["total"], max(1, int(cfg.warmup * st["total"])),
                                cfg.lr, cfg.lr * 0.1)
-                logs = (st["step"] + 1) % cfg.log_every == 0 or st["step"] + 1 == st["total"]
-                phases = _Phases(self.device) if logs else None   # timed: the step that logs
-                self._optimize(rows, width, lr, acc, phases)
+                logs = (st["step"] + 1) % cfg.log_every == 0 or st["step"] + 1 == st["total"] \
+                    or (cfg.time_budget_s is not None and st["step"] + 1 - step0 == _FIRST_FIT)
+                phases = StepPhases(self.device) if logs else None   # timed: the step that logs
+                self._optimize(batch, lr, acc, phases)
                 st["step"], st["batch_in_epoch"] = st["step"] + 1, bi + 1
-                self.tokens_seen += tok
-                window[1] += tok
+                self.tokens_seen += batch.tokens
+                window[1] += batch.tokens
                 bar.update(1)
                 step = st["step"]
                 if phases is not None:                            # this step logs
@@ -226,12 +233,11 @@ class _Run:
         st["elapsed_s"] = time.perf_counter() - t0
         save_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, self.dcfg, st)
 
-    def _optimize(self, rows: torch.Tensor, width: int, lr: float, acc: _Accum,
-                  phases: _Phases | None) -> None:
+    def _optimize(self, batch: Batch, lr: float, acc: StepMetrics, phases: StepPhases | None) -> None:
         for g in self.opt.param_groups:
             g["lr"] = lr
-        loss = _train_step(self.drafter, self.target, self.data, rows, width, self.cfg,
-                           self.dcfg, self.decay, self.dev_gen, acc, self.amp, phases)
+        loss = train_step(self.drafter, self.target, self.data, batch, self.step_spec,
+                          self.decay, self.dev_gen, acc, phases)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         if phases is not None:
@@ -281,82 +287,3 @@ class _Run:
         self.log(f"done: {st['step']} steps in {st['elapsed_s']:.0f}s; tau " +
                  " ".join(f"{k}={v['tau']:.3f}" for k, v in final.items()))
         return metrics
-
-
-class _Phases:
-    """Wall milliseconds per phase of one training step. Each boundary synchronizes the device
-    (CUDA runs ahead of the host), so only the step before a log point is timed this way."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device, self.ms, self.t = device, {}, 0.0
-
-    def _now(self) -> float:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        return time.perf_counter()
-
-    def start(self) -> None:
-        self.t = self._now()
-
-    def mark(self, phase: str) -> None:
-        """Close `phase`: the time since start() or the previous mark."""
-        now = self._now()
-        self.ms[phase] = round((now - self.t) * 1e3, 2)
-        self.t = now
-
-
-class _Accum:
-    """Device-side running sums between log points (no per-step host reads)."""
-
-    def __init__(self, block_size: int, device: torch.device) -> None:
-        self.z = lambda *s: torch.zeros(*s, device=device, dtype=torch.float64)
-        self.loss, self.steps = self.z(()), 0
-        self.accepted, self.blocks = self.z(()), self.z(())
-        self.hits, self.slots = self.z(block_size - 1), self.z(block_size - 1)
-
-    def read_and_reset(self) -> dict:
-        hits = (self.hits / self.slots.clamp(min=1)).tolist()
-        out = {"loss": round(self.loss.item() / max(1, self.steps), 4),
-               "tau_block": round(1.0 + self.accepted.item() / max(1.0, self.blocks.item()), 3),
-               "acc_slot1": round(hits[0], 3), "acc_slot_last": round(hits[-1], 3)}
-        self.__init__(len(hits) + 1, self.loss.device)
-        return out
-
-
-def _train_step(drafter: DFlashDrafter, target: FrozenTarget, split: PackedSplit,
-                rows: torch.Tensor, width: int, cfg: TrainConfig, dcfg: DFlashConfig,
-                decay: torch.Tensor, gen: torch.Generator, acc: _Accum,
-                amp: bool, phases: _Phases | None = None) -> torch.Tensor:
-    """One batch -> weighted CE loss (graph attached). Metrics go to `acc` on the device."""
-    if phases is not None:
-        phases.start()
-    ids = split.ids[rows, :width]                                         # [b, S]
-    lmask = split.loss_mask[rows, :width]                                 # [b, S] bool
-    anchors, valid = sample_anchors(lmask, cfg.anchors, gen)              # [b, N]
-    blocks = block_inputs(ids, anchors, dcfg.block_size, dcfg.mask_token_id)
-    labels, ok = block_labels(ids, lmask, anchors, valid, dcfg.block_size)  # [b, N, B]
-    labels, ok = labels[..., 1:], ok[..., 1:]                             # slots 1..B-1
-    if phases is not None:
-        phases.mark("inputs")
-    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=amp):
-        taps = target.features(ids)                                       # [b, S, K*H]
-        if phases is not None:
-            phases.mark("target")
-        h = drafter.forward_train(taps, target.embed(blocks), anchors)    # [b, N, B, H]
-        logits = target.logits(h[:, :, 1:])                               # [b, N, B-1, V]
-    ce = F.cross_entropy(logits.float().flatten(0, 2), labels.flatten(),
-                         reduction="none").view_as(labels)
-    w = decay[1:] * ok
-    loss = (ce * w).sum() / w.sum().clamp(min=1e-6)
-    with torch.no_grad():
-        drafts = logits.argmax(-1)                                        # [b, N, B-1]
-        hit = (drafts == labels) & ok
-        acc.loss += loss.detach()
-        acc.steps += 1
-        acc.accepted += (accepted_prefix(drafts, labels, ok) * valid).sum()
-        acc.blocks += valid.sum()
-        acc.hits += hit.sum((0, 1))
-        acc.slots += ok.sum((0, 1))
-    if phases is not None:
-        phases.mark("drafter")
-    return loss

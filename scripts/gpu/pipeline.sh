@@ -21,6 +21,10 @@ SY=${SYNTHETIC:-0}; SYH=${SYNTHETIC_HELDOUT:-0}
 GEN=${GENERIC:-1}
 # INIT_FROM=default continues the committed drafter (fresh optimizer) instead of starting over.
 init=${INIT_FROM:+--init-from $INIT_FROM}
+# SOFT=w trains a second drafter beside the main one, same data, init and budget, with the loss
+# (1-w) CE + w CE on the target's top-k distribution (speculator/soft_labels.py): an A/B in one
+# run. The arm with the higher held-out tool tau (B=16) is the one whose pieces come back.
+SOFT=${SOFT:-0}
 # PREFILLS: --max-prefill-tokens per datagen shard, space-separated (one value: every shard).
 # Different values on different shards are an A/B in one run: shards answer alike mixes, and
 # each shard's datagen-s*.out reports its tokens_per_s. Run 10 (H200): 32768 gave 1.17x the
@@ -34,7 +38,9 @@ datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --ma
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # Completions carried from earlier sessions (.gpu-carry/responses/*.jsonl.gz, README) rebuild
 # into samples on the CPU while the GPU answers this session's prompts.
-j=0; for r in .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
+# (and those committed under models/data/, which travel with the tree: .gpu-carry/ does not
+# survive a new checkout, and the tenth session found the seed 3-6 completions gone).
+j=0; for r in models/data/smollm2-dflash/responses-*.jsonl.gz .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
   ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
@@ -76,17 +82,26 @@ fi
 common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
+[ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
 repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --shard I/$NS (I = 0..$((NS - 1)) in parallel, P = shard I's of [${PF[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 [ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"
-D=runs/export/smollm2-dflash; G=runs/export/smollm2-dflash-generic
-# The drafter and its logs go to runs/out first (poll.sh copies runs/out as files appear): the
-# evals below take minutes, and a call that runs out of device time still brings the drafter back.
-split -b 15000000 $D/model.safetensors runs/out/model.safetensors.part_
-cp $D/config.json runs/out/config.json; cp $D/README.md runs/out/card.md
+[ "$SOFT" != 0 ] && ts speculator export --checkpoint runs/dflash-soft --out runs/export/smollm2-dflash-soft --reproduce "$repro_d" --reproduce "$repro_t --soft-weight $SOFT"
+D=runs/export/smollm2-dflash; G=runs/export/smollm2-dflash-generic; S=runs/export/smollm2-dflash-soft
+# send_drafter DIR ARM: the drafter's pieces, config and card to runs/out (poll.sh copies
+# runs/out as files appear). Written aside and moved in, so a copy never takes a torn piece.
+send_drafter() {
+  rm -rf runs/parts && mkdir -p runs/parts && split -b 15000000 $1/model.safetensors runs/parts/model.safetensors.part_
+  mv -f runs/parts/* runs/out/; cp $1/config.json runs/out/config.json; cp $1/README.md runs/out/card.md
+  echo "$2" > runs/out/drafter-arm.txt
+}
+# The main drafter and its logs go first: the evals below take minutes, and a call that runs
+# out of device time still brings a drafter back.
+send_drafter $D main
 cp runs/dflash-smollm2/train.log runs/out/train-main.log
+[ "$SOFT" != 0 ] && cp runs/dflash-soft/train.log runs/out/train-soft.log
 touch runs/drafter.done
 # eval_prev DRAFTER TAG: B=16 tau on the earlier sessions' held-out turns
 # (.gpu-carry/prev-heldout/*.jsonl.gz, carried in call B2: the turns the committed drafter was
@@ -100,6 +115,13 @@ eval_prev() {
 # Most important first (a call that runs out of time still brings back the earlier ones): the
 # new drafter at B=16 on this run's held-out turns, then on the earlier sessions'.
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 16 --with-train --json runs/out/tau_main_b16.json
+if [ "$SOFT" != 0 ]; then
+  ts speculator eval --data runs/eval-data.jsonl --drafter $S --device cuda --block-size 16 --with-train --json runs/out/tau_soft_b16.json
+  # the arm with the higher held-out tool tau (same 512 turns) is the one that comes back
+  win=$(python3 -c "import json; m, s = (json.load(open(f'runs/out/tau_{a}_b16.json'))['tau'].get('tools-heldout', 0.0) for a in ('main', 'soft')); print('soft' if s > m else 'main')")
+  echo "winner: $win"
+  if [ "$win" = soft ]; then D=$S; send_drafter $D soft; fi
+fi
 eval_prev $D main
 [ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
@@ -109,6 +131,7 @@ eval_prev default prev
 cp runs/dflash-data/meta.json runs/out/datagen-meta.json
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
+[ "$SOFT" != 0 ] && cp runs/dflash-soft/metrics.json runs/out/metrics-soft.json && cp runs/dflash-soft/train.log runs/out/train-soft.log
 cp runs/bench-heldout.jsonl runs/out/
 touch runs/pipeline.done
 # Runs 5 and 6 ran out of device time inside this bench (transformers peers + warm pass, ~400+ s):

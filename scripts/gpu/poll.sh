@@ -21,7 +21,7 @@ sync_out() {
 while [ ! -f "$marker" ] && [ $(( $(date +%s) - t0 )) -lt "${1:-520}" ]; do sync_out; sleep 10; done
 sync_out
 grep -v '^\s*$' runs/pipeline.log | tail -n 40
-for f in runs/train-main.out runs/train-generic.out; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -v '^\s*$' | tail -n 3; done
+for f in runs/train-main.out runs/train-soft.out runs/train-generic.out; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -v '^\s*$' | tail -n 3; done
 tar tzvf "$OUT"/out.tgz 2>/dev/null | awk '{print $3, $6}'; ls -la "$OUT"
 [ -f "$marker" ] || echo "still running: no $marker yet"
 true

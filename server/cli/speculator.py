@@ -95,6 +95,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--init-from", default=None, metavar="DRAFTER",
                    help="start from an exported drafter's weights (a folder, or 'default'); "
                         "its config must match --layers/--block-size/--taps/--mask-token-id")
+    t.add_argument("--soft-weight", type=float, default=0.0,
+                   help="weight w of the soft-label loss: (1-w) CE on the target's token + w CE "
+                        "on the target's top-k distribution at that position (distillation; "
+                        "runs the target to its LM head; default: %(default)s)")
+    t.add_argument("--soft-topk", type=int, default=8,
+                   help="tokens kept of the target's distribution (default: %(default)s)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=run_train)
 
@@ -203,7 +209,7 @@ def run_train(args: argparse.Namespace) -> int:
         ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
         seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
         train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None,
-        init_from=args.init_from)
+        init_from=args.init_from, soft_weight=args.soft_weight, soft_topk=args.soft_topk)
     m = train(cfg)
     print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
                       "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))

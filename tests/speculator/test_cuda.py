@@ -32,3 +32,11 @@ def test_cuda_training_bf16_autocast(tiny_data, tiny_target_dir, tmp_path):
     assert m["tau"]["tools-heldout"] > 1.3 and m["tau"]["generic-heldout"] > 1.3, m["tau"]
     served = load_drafter(tmp_path / "drafter", device="cuda", dtype=torch.bfloat16)
     assert served.fc.weight.is_cuda and served.fc.weight.dtype == torch.bfloat16
+
+
+def test_cuda_soft_label_training(tiny_data, tiny_target_dir, tmp_path):
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, device="cuda", soft_weight=0.5,
+                   soft_topk=4, max_steps=80))
+    losses = [h["loss"] for h in m["history"] if "loss" in h]
+    assert losses[-1] < losses[0] - 0.5, losses
+    assert m["tau"]["tools-heldout"] > 1.3, m["tau"]

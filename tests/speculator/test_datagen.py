@@ -61,10 +61,13 @@ def test_packed_split_truncates_right_and_batches_by_length(tmp_path):
         n = min(len(s.input_ids), 6)
         assert packed.ids[i].tolist() == list(s.input_ids[:n]) + [0] * (6 - n)
         assert packed.loss_mask[i].tolist() == [bool(m) for m in s.loss_mask[:n]] + [False] * (6 - n)
+        on = [j for j, m in enumerate(s.loss_mask[:n]) if m]
+        assert packed.spans[i] == on[-1] - on[0] + 1
     seen = []
-    for rows, width, tokens in packed.batches(4, torch.Generator().manual_seed(0)):
+    for rows, width, tokens, span in packed.batches(4, torch.Generator().manual_seed(0)):
         lens = [packed.lengths[i] for i in rows.tolist()]
         assert width == max(lens) and tokens == sum(lens)
+        assert span == max(packed.spans[i] for i in rows.tolist())
         seen += rows.tolist()
     assert sorted(seen) == list(range(23))
 

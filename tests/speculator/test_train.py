@@ -51,6 +51,19 @@ def test_loss_falls_and_heldout_tau_rises(trained):
     assert load_drafter(out / "drafter").fc.weight.dtype == torch.bfloat16
 
 
+def test_soft_label_training_learns_too(tiny_data, tiny_target_dir, tmp_path):
+    """With half the loss on the target's top-k distribution the drafter still learns the
+    greedy tokens (the mix is what a soft-label run trains), and the run records the mix."""
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, soft_weight=0.5, soft_topk=4,
+                   max_steps=80))
+    losses = [h["loss"] for h in m["history"] if "loss" in h]
+    assert losses[-1] < losses[0] - 0.5, losses
+    assert m["tau"]["tools-heldout"] > 1.3, m["tau"]
+    assert m["config"]["soft_weight"] == 0.5 and m["config"]["soft_topk"] == 4
+    with pytest.raises(ValueError, match="soft_weight"):
+        _cfg(tiny_data, tiny_target_dir, tmp_path, soft_weight=2.0)
+
+
 def _online_greedy(drafter, frozen: FrozenTarget, model, prompt: list[int], n_new: int,
                    blk: int) -> tuple[list[int], list[int]]:
     """Greedy speculative decoding written out naively (full recompute each step)."""
@@ -137,6 +150,16 @@ def test_time_budget_fits_the_schedule(tiny_data, tiny_target_dir, tmp_path):
                    log_every=4, final_eval_samples=2))
     assert 10 <= m["steps"] < 100_000 and m["train_seconds"] < 4.0, m["train_seconds"]
     assert m["history"][-1]["lr"] < 3e-3 * 0.2                          # cosine ran its course
+
+
+def test_time_budget_fits_the_step_total_early(tiny_data, tiny_target_dir, tmp_path):
+    """The first fit comes at step 20 even when log_every is larger, so the warmup is sized for
+    the budget's steps, not for the planned epochs (run 10 idled its first 100 steps)."""
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=2.0,
+                   log_every=1000, final_eval_samples=2))
+    logged = [h for h in m["history"] if "loss" in h]
+    assert logged[0]["step"] == 20 and m["steps"] < 100_000
+    assert len(logged) == 2 and logged[-1]["lr"] < 3e-3 * 0.2        # fitted, then ran its course
 
 
 def test_init_from_an_exported_drafter(trained, tiny_data, tiny_target_dir, tmp_path):

@@ -8,12 +8,14 @@ so a step moves nothing across the bus.
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 import torch
@@ -71,19 +73,31 @@ def copied_share(sample: Sample, n: int = 4) -> float:
     return sum(covered) / len(resp) if resp else 0.0
 
 
+def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
+    """A text file, through xz or gzip when its name ends in .xz / .gz (data committed to the
+    repo is xz: 3.0 MB for run 11's completions against 4.7 MB gzipped)."""
+    p = Path(path)
+    if p.suffix == ".xz":
+        return lzma.open(p, mode, preset=9) if "w" in mode else lzma.open(p, mode)
+    if p.suffix == ".gz":
+        return gzip.open(p, mode)
+    return p.open(mode[0])
+
+
 def samples_path(data: str | Path) -> Path:
     p = Path(data)
     return p / SAMPLES_FILE if p.is_dir() else p
 
 
 def read_samples(data: str | Path) -> list[Sample]:
-    """All records of a datagen folder (or a .jsonl file); a torn last line is skipped."""
+    """All records of a datagen folder (or a .jsonl file, plain, .xz or .gz); a torn last line
+    is skipped."""
     path = samples_path(data)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: expected the JSONL written by `turnspec speculator "
                                 "datagen`")
     out = []
-    with path.open() as f:
+    with open_text(path) as f:
         for line in f:
             if line.endswith("\n"):
                 out.append(Sample.from_json(line))

@@ -11,12 +11,11 @@ The prompt hash makes a workload or chat-template change an error, never silent 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 from pathlib import Path
 
-from turnspec.speculator.data import SAMPLES_FILE, Sample, read_samples, samples_path
+from turnspec.speculator.data import SAMPLES_FILE, Sample, open_text, read_samples, samples_path
 from turnspec.speculator.prompts import RenderFn, build_prompt_items
 
 # datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
@@ -32,7 +31,8 @@ def prompt_hash(ids: tuple[int, ...]) -> str:
 
 
 def pack_responses(data: str | Path, out_file: str | Path) -> dict:
-    """data: a datagen folder (samples.jsonl + meta.json) -> gzipped JSONL of completions."""
+    """data: a datagen folder (samples.jsonl + meta.json) -> JSONL of completions, gzipped or
+    xz-compressed by the name of out_file (.gz / .xz)."""
     meta_path = samples_path(data).parent / "meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     meta = {**BUILD_DEFAULTS, **meta}
@@ -42,7 +42,7 @@ def pack_responses(data: str | Path, out_file: str | Path) -> dict:
                          "`turnspec speculator datagen` with them recorded can be packed")
     samples = read_samples(data)
     tokens = 0
-    with gzip.open(out_file, "wt") as f:
+    with open_text(out_file, "wt") as f:
         f.write(json.dumps({"build": {k: meta[k] for k in BUILD_KEYS}}) + "\n")
         for s in samples:
             p = s.prompt_len
@@ -56,7 +56,7 @@ def pack_responses(data: str | Path, out_file: str | Path) -> dict:
 
 def unpack_responses(responses: str | Path, render: RenderFn, out_dir: str | Path) -> dict:
     """Rebuild out_dir/samples.jsonl (+ meta.json) from a packed file and the workload."""
-    with gzip.open(responses, "rt") as f:
+    with open_text(responses) as f:
         build = json.loads(f.readline())["build"]
         records = [json.loads(line) for line in f]
     wanted = {r["id"] for r in records}

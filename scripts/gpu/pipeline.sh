@@ -40,7 +40,7 @@ if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # into samples on the CPU while the GPU answers this session's prompts.
 # (and those committed under models/data/, which travel with the tree: .gpu-carry/ does not
 # survive a new checkout, and the tenth session found the seed 3-6 completions gone).
-j=0; for r in models/data/smollm2-dflash/responses-*.jsonl.gz .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
+j=0; for r in models/data/smollm2-dflash/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
   ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
@@ -59,17 +59,23 @@ meta.update(shard=f"all {sys.argv[1]} (samples.jsonl concatenated)", shards=shar
 json.dump(meta, open("runs/dflash-data/meta.json", "w"), indent=2)
 PY
 # This session's completions go back (a few MB); then the carried ones join the training data.
-ts speculator pack-responses --data runs/dflash-data --out runs/out/responses-seed$SEED.jsonl.gz
+ts speculator pack-responses --data runs/dflash-data --out runs/out/responses-seed$SEED.jsonl.xz
 tail -n 1 runs/unpack-*.out 2>/dev/null; cat runs/prev-*/samples.jsonl >> runs/dflash-data/samples.jsonl 2>/dev/null
-python3 - <<'PY'
-# heldout-all.jsonl comes back; eval-data.jsonl (held-out + 2048 train samples) keeps the evals
+python3 - "$SEED" <<'PY'
+# heldout-seed<S>.jsonl.xz comes back; eval-data.jsonl (held-out + 2048 train samples) keeps the evals
 # from parsing the whole data file three times.
-import json, random
+import glob, json, lzma, random, sys
+# held-out: this session's datagen only (the shards); carried completions hold earlier seeds'
+# held-out turns, scored apart by eval_prev from models/data/heldout-seed*.jsonl.xz
 held, train = [], []
+for path in sorted(glob.glob("runs/dflash-data-s*/samples.jsonl")):
+    with open(path) as f:
+        held += [line for line in f if json.loads(line)["split"] == "heldout"]
 with open("runs/dflash-data/samples.jsonl") as f:
-    for line in f:
-        (held if json.loads(line)["split"] == "heldout" else train).append(line)
-open("runs/out/heldout-all.jsonl", "w").writelines(held)
+    train = [line for line in f if json.loads(line)["split"] == "train"]
+# this run's held-out turns, xz as committed under models/data/ (before/after in later runs)
+with lzma.open(f"runs/out/heldout-seed{sys.argv[1]}.jsonl.xz", "wt", preset=9) as f:
+    f.writelines(held)
 open("runs/eval-data.jsonl", "w").writelines(held + random.Random(0).sample(train, min(2048, len(train))))
 # bench prompts: a random sample per source (the file is in prompt-length order, not random)
 rng, by = random.Random(20261130), {}
@@ -103,13 +109,13 @@ send_drafter $D main
 cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$SOFT" != 0 ] && cp runs/dflash-soft/train.log runs/out/train-soft.log
 touch runs/drafter.done
-# eval_prev DRAFTER TAG: B=16 tau on the earlier sessions' held-out turns
-# (.gpu-carry/prev-heldout/*.jsonl.gz, carried in call B2: the turns the committed drafter was
-# scored on, whatever the workload generator does today; the samples hold their token ids).
+# eval_prev DRAFTER TAG: B=16 tau on the earlier sessions' held-out turns (committed under
+# models/data/, or carried in .gpu-carry/prev-heldout/ by call B2): the turns earlier drafters
+# were scored on, whatever the workload generator does today (the samples hold their token ids).
 eval_prev() {
-  for h in .gpu-carry/prev-heldout/*.jsonl.gz; do [ -f "$h" ] || continue
-    n=$(basename "$h" .jsonl.gz); [ -f runs/$n.jsonl ] || gunzip -c "$h" > runs/$n.jsonl
-    ts speculator eval --data runs/$n.jsonl --drafter $1 --device cuda --block-size 16 --json runs/out/tau_$2_$n.json
+  for h in models/data/smollm2-dflash/heldout-seed*.jsonl.xz .gpu-carry/prev-heldout/*.jsonl.gz; do
+    [ -f "$h" ] || continue; n=$(basename "$h"); n=${n%%.jsonl.*}
+    ts speculator eval --data "$h" --drafter $1 --device cuda --block-size 16 --json runs/out/tau_$2_$n.json
   done
 }
 # Most important first (a call that runs out of time still brings back the earlier ones): the

@@ -13,7 +13,7 @@ fi
 # completions travel as they are, everything else in one archive (run 10's call E copied 19
 # loose files and got none of the evals back).
 sync_out() {
-  cp -u runs/out/model.safetensors.part_* runs/out/responses-*.jsonl.gz "$OUT"/ 2>/dev/null
+  cp -u runs/out/model.safetensors.part_* runs/out/responses-*.jsonl.* "$OUT"/ 2>/dev/null
   tar czf "$OUT"/out.tgz.part -C runs/out --exclude='model.safetensors.part_*' \
     --exclude='responses-*' . 2>/dev/null && mv "$OUT"/out.tgz.part "$OUT"/out.tgz
   grep -v '^\s*$' runs/pipeline.log | tail -n 60 > "$OUT"/pipeline-tail.txt 2>/dev/null; true

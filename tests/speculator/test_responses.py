@@ -8,7 +8,7 @@ import json
 import pytest
 
 from turnspec.engine.chat import ChatTemplate
-from turnspec.speculator.data import read_samples
+from turnspec.speculator.data import open_text, read_samples
 from turnspec.speculator.datagen import generate_dataset
 from turnspec.speculator.prompts import build_prompt_items
 from turnspec.speculator.responses import BUILD_KEYS, pack_responses, unpack_responses
@@ -27,13 +27,19 @@ def _datagen(tmp_path, chat):
     return build, read_samples(tmp_path / "data")
 
 
-def test_pack_then_unpack_gives_back_the_samples(tmp_path, smollm2_dir):
+@pytest.mark.parametrize("suffix", [".gz", ".xz"])
+def test_pack_then_unpack_gives_back_the_samples(tmp_path, smollm2_dir, suffix):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     build, samples = _datagen(tmp_path, chat)
-    packed = pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
+    packed = pack_responses(tmp_path / "data", tmp_path / f"r.jsonl{suffix}")
     assert packed["samples"] == len(samples) and packed["response_tokens"] == 3 * len(samples)
-    unpack_responses(tmp_path / "r.jsonl.gz", chat.render, tmp_path / "again")
+    magic = (tmp_path / f"r.jsonl{suffix}").read_bytes()[:6]
+    assert magic.startswith(b"\x1f\x8b" if suffix == ".gz" else b"\xfd7zXZ")
+    unpack_responses(tmp_path / f"r.jsonl{suffix}", chat.render, tmp_path / "again")
     assert read_samples(tmp_path / "again") == samples
+    with open_text(tmp_path / f"held.jsonl{suffix}", "wt") as f:  # committed held-out turns
+        f.write((tmp_path / "again" / "samples.jsonl").read_text())
+    assert read_samples(tmp_path / f"held.jsonl{suffix}") == samples
     meta = json.loads((tmp_path / "again" / "meta.json").read_text())
     assert {k: meta[k] for k in BUILD_KEYS} == build
 

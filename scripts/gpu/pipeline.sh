@@ -30,6 +30,10 @@ SOFT=${SOFT:-0}
 # each shard's datagen-s*.out reports its tokens_per_s. Run 10 (H200): 32768 gave 1.17x the
 # response tok/s of 4096, so it is the default here (the engine's serving default stays 4096).
 read -r -a PF <<< "${PREFILLS:-32768}"
+# DATAGEN_SPECS: --speculator per datagen shard, cycled like PREFILLS ("none default": an A/B of
+# greedy speculative datagen, lossless, against plain decoding). Run 11 found datagen bound by
+# launch-bound decode steps; a spec step yields ~tau tokens a row for ~2-3 steps' launches.
+read -r -a SPX <<< "${DATAGEN_SPECS:-none}"
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).
@@ -44,7 +48,7 @@ j=0; for r in models/data/smollm2-dflash/responses-*.jsonl.* .gpu-carry/response
   ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
-  ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
+  ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --speculator "${SPX[i % ${#SPX[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
 wait
 tail -n 1 runs/datagen-s*.out
@@ -90,7 +94,7 @@ ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.ou
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
-repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --shard I/$NS (I = 0..$((NS - 1)) in parallel, P = shard I's of [${PF[*]}] cycled, samples.jsonl concatenated)"
+repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --shard I/$NS (I = 0..$((NS - 1)) in parallel, P and X = shard I's of [${PF[*]}] and [${SPX[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 [ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"

@@ -185,6 +185,7 @@ def run_datagen(args: argparse.Namespace) -> int:
             "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
+            "speculator": args.speculator,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
     counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
     stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling, counts=counts),

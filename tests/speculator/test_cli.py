@@ -53,6 +53,23 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert read_drafter(tmp_path / "y").fc.weight.dtype == torch.bfloat16
 
 
+def test_datagen_through_the_drafter_writes_the_plain_answers(smollm2_dir, tmp_path, capsys):
+    """Greedy speculative datagen (pipeline DATAGEN_SPECS) is lossless: the same samples as
+    plain decoding with the real target and the committed drafter (fp32 on the CPU)."""
+    common = ["--model", str(smollm2_dir), "--tool-conversations", "1",
+              "--heldout-conversations", "0", "--generic", "0", "--max-new-tokens", "24",
+              "--no-progress", "--device", "cpu", "--kv-memory-gb", "1"]
+    rows = {}
+    for spec in ("none", "default"):
+        out = tmp_path / spec
+        assert _run("speculator", "datagen", "--out", str(out), *common, "--speculator",
+                    spec) == 0
+        capsys.readouterr()
+        assert json.loads((out / "meta.json").read_text())["speculator"] == spec
+        rows[spec] = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    assert len(rows["none"]) >= 3 and rows["default"] == rows["none"]
+
+
 def test_datagen_shard(smollm2_dir, tmp_path, capsys):
     """Two shards of one datagen answer disjoint halves of its prompts with the real target."""
     common = ["--model", str(smollm2_dir), "--tool-conversations", "0",
@@ -68,6 +85,7 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
         assert stats["written"] == stats["prompts"] > 0
         meta = json.loads((out / "meta.json").read_text())
         assert meta["shard"] == f"{i}/2" and meta["max_prefill_tokens"] == (64 if i else 4096)
+        assert meta["speculator"] == "none"
         ids.append({json.loads(line)["id"] for line in (out / "samples.jsonl").open()})
     assert ids[0] and ids[1] and not ids[0] & ids[1]
     for bad in ("2/2", "x", "1/0"):

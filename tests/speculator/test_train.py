@@ -159,7 +159,7 @@ def test_time_budget_fits_the_step_total_early(tiny_data, tiny_target_dir, tmp_p
                    log_every=1000, final_eval_samples=2))
     logged = [h for h in m["history"] if "loss" in h]
     assert logged[0]["step"] == 20 and m["steps"] < 100_000
-    assert len(logged) == 2 and logged[-1]["lr"] < 3e-3 * 0.2        # fitted, then ran its course
+    assert logged[-1]["lr"] < 3e-3 * 0.2                                # fitted, then ran its course
 
 
 def test_init_from_an_exported_drafter(trained, tiny_data, tiny_target_dir, tmp_path):

@@ -64,24 +64,27 @@ class FrozenTarget:
     def features(self, input_ids: Tensor) -> Tensor:
         """input_ids [b, S] int64 (right-padded: causal, so padding never reaches real rows)
         -> taps [b, S, K*H] in target_layer_ids order."""
-        self._taps.clear()
-        base = getattr(self.model, "model", self.model)
-        with contextlib.suppress(_StopForward):
-            base(input_ids=input_ids, use_cache=False)
-        taps = [self._taps[i] for i in self.layer_ids]
-        self._taps.clear()
-        return torch.cat(taps, dim=-1)
+        return self._forward(input_ids, full=False)[0]
 
     @torch.no_grad()
     def features_and_final(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
         """The whole forward: taps [b, S, K*H] as `features`, and the final-normed hidden
         states [b, S, H] that the LM head turns into the target's next-token logits (the
         soft labels of speculator/soft_labels.py). Costs the layers after the last tap."""
+        taps, final = self._forward(input_ids, full=True)
+        assert final is not None
+        return taps, final
+
+    def _forward(self, input_ids: Tensor, full: bool) -> tuple[Tensor, Tensor | None]:
+        """Taps of one forward, and (full) the final-normed hidden states; without `full` the
+        forward stops at the last tapped layer."""
         self._taps.clear()
         base = getattr(self.model, "model", self.model)
-        self._stop = False
+        final = None
+        self._stop = not full
         try:
-            final = base(input_ids=input_ids, use_cache=False).last_hidden_state
+            with contextlib.suppress(_StopForward):
+                final = base(input_ids=input_ids, use_cache=False).last_hidden_state
         finally:
             self._stop = True
         taps = [self._taps[i] for i in self.layer_ids]

@@ -126,10 +126,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a command line for the card's Reproduce section (repeatable)")
     x.set_defaults(func=run_export)
 
-    k = sub.add_parser("pack-responses", help="datagen folder -> its completions only (gzipped), "
-                       "to carry across GPU sessions")
+    k = sub.add_parser("pack-responses", help="datagen folder -> its completions only (.xz or "
+                       ".gz by the name of --out), to carry across GPU sessions")
     k.add_argument("--data", required=True, type=Path)
-    k.add_argument("--out", required=True, type=Path, help="e.g. responses-seed1.jsonl.gz")
+    k.add_argument("--out", required=True, type=Path,
+                   help="e.g. responses-seed7.jsonl.xz (as committed under models/data/)")
     k.set_defaults(func=run_pack)
 
     u = sub.add_parser("unpack-responses", help="packed completions -> a datagen folder, prompts "

@@ -1,9 +1,11 @@
 """Drafter training data: prompts answered by the target, saved with loss masks.
 
 The paper regenerates every response with the target (reference/dflash.md §2): the drafter
-must learn the target's own distribution, not a dataset's. `answer` is injected (the CLI wires
-the local engine's greedy `generate_batch`; speculator never imports engine). Output is one
-JSONL record per prompt (see data.py), appended batch by batch: an interrupted run resumes
+must learn the target's own distribution, not a dataset's. The target is injected (speculator
+never imports engine): `answer` takes one batch of prompts at a time (the local engine's
+greedy `generate_batch`), `stream` pulls prompts as the engine has room and yields each
+completion as it finishes (`generate_stream`: no batch tail, the CLI's default). Output is one
+JSONL record per prompt (see data.py), appended as answers come: an interrupted run resumes
 where it stopped, skipping ids already written.
 """
 
@@ -13,7 +15,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from tqdm import tqdm
 from turnspec.speculator.data import SAMPLES_FILE, Sample
 
 AnswerFn = Callable[[list[list[int]]], list[list[int]]]
+# prompts (pulled lazily) -> (index into them, completion), in finishing order
+StreamFn = Callable[[Iterable[list[int]]], Iterator[tuple[int, list[int]]]]
 SPLITS = ("train", "heldout")
 
 
@@ -104,17 +108,20 @@ def batch_plan(items: Sequence[PromptItem], batch_size: int,
     return [b for _, _, b in keyed]
 
 
-def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str | Path, *,
+def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_dir: str | Path, *,
                      batch_size: int = 64, progress: bool = True,
                      meta: dict | None = None, time_budget_s: float | None = None,
-                     seed: int = 0) -> dict:
+                     seed: int = 0, stream: StreamFn | None = None) -> dict:
     """Answer every prompt not yet in out_dir/samples.jsonl; returns counts.
 
-    Prompts go to `answer` in the batches of `batch_plan`, so a run stopped early
-    (time_budget_s: no new batch starts after it; or a kill) still holds every source and
-    split in proportion. Each record is prompt + completion with loss_mask 0 on the prompt and 1 on the completion (the
-    completion's final EOS included, as the engine returns it).
+    Prompts go out in the order of `batch_plan`, so a run stopped early (time_budget_s: no
+    new prompt starts after it; or a kill) still holds every source and split in proportion.
+    Exactly one of `answer` (batch by batch) and `stream` (one prompt stream, completions as
+    they finish) is given. Each record is prompt + completion with loss_mask 0 on the prompt and
+    1 on the completion (the completion's final EOS included, as the engine returns it).
     """
+    if (answer is None) == (stream is None):
+        raise ValueError("generate_dataset: pass exactly one of answer= and stream=")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ids = [it.id for it in items]
@@ -127,32 +134,71 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn, out_dir: str
         (out / "meta.json").write_text(json.dumps({**meta, "prompts": len(items)}, indent=2))
     bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="datagen",
                disable=not progress, dynamic_ncols=True)
-    written = tokens = 0
     t0 = time.perf_counter()
+    counts = {"written": 0, "tokens": 0}
+
+    def over_budget() -> bool:
+        return time_budget_s is not None and time.perf_counter() - t0 > time_budget_s
+
     with (out / SAMPLES_FILE).open("a") as f:
-        for batch in batches:
-            if written and time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
-                break
-            completions = answer([list(it.prompt_ids) for it in batch])
-            if len(completions) != len(batch):
-                raise ValueError(f"answer returned {len(completions)} completions for "
-                                 f"{len(batch)} prompts; expected one per prompt")
+        def write(pairs: list[tuple[PromptItem, list[int]]]) -> None:
             lines = []
-            for it, comp in zip(batch, completions, strict=True):
+            for it, comp in pairs:
                 comp = [int(t) for t in comp]
                 s = Sample(id=it.id, split=it.split, source=it.source,
                            input_ids=it.prompt_ids + tuple(comp),
                            loss_mask=(0,) * len(it.prompt_ids) + (1,) * len(comp))
                 lines.append(s.to_json() + "\n")
-                tokens += len(comp)
+                counts["tokens"] += len(comp)
             f.write("".join(lines))
             f.flush()
             os.fsync(f.fileno())
-            written += len(batch)
-            bar.update(len(batch))
-            bar.set_postfix(tokens=tokens)
+            counts["written"] += len(pairs)
+            bar.update(len(pairs))
+            bar.set_postfix(tokens=counts["tokens"])
+
+        if stream is not None:
+            _run_stream(stream, [it for b in batches for it in b], write, over_budget, batch_size)
+        else:
+            assert answer is not None
+            for batch in batches:
+                if counts["written"] and over_budget():
+                    break
+                completions = answer([list(it.prompt_ids) for it in batch])
+                if len(completions) != len(batch):
+                    raise ValueError(f"answer returned {len(completions)} completions for "
+                                     f"{len(batch)} prompts; expected one per prompt")
+                write(list(zip(batch, completions, strict=True)))
     bar.close()
     seconds = time.perf_counter() - t0
-    return {"prompts": len(items), "skipped_done": len(items) - len(todo), "written": written,
-            "response_tokens": tokens, "seconds": round(seconds, 1),
-            "tokens_per_s": round(tokens / max(seconds, 1e-9))}
+    return {"prompts": len(items), "skipped_done": len(items) - len(todo),
+            "written": counts["written"], "response_tokens": counts["tokens"],
+            "seconds": round(seconds, 1), "feed": "stream" if stream is not None else "batches",
+            "tokens_per_s": round(counts["tokens"] / max(seconds, 1e-9))}
+
+
+def _run_stream(stream: StreamFn, order: list[PromptItem],
+                write: Callable[[list[tuple[PromptItem, list[int]]]], None],
+                over_budget: Callable[[], bool], flush_every: int) -> None:
+    """Feed `order` to `stream` until the budget is over (at least one prompt), writing
+    completions `flush_every` at a time (and what is left at the end)."""
+    def prompts() -> Iterator[list[int]]:
+        for i, it in enumerate(order):
+            if i and over_budget():
+                return
+            yield list(it.prompt_ids)
+
+    pending: list[tuple[PromptItem, list[int]]] = []
+    seen: set[int] = set()
+    try:
+        for i, comp in stream(prompts()):
+            if not 0 <= i < len(order) or i in seen:
+                raise ValueError(f"stream yielded index {i}: expected each of 0..{len(order) - 1} once")
+            seen.add(i)
+            pending.append((order[i], comp))
+            if len(pending) >= flush_every:
+                write(pending)
+                pending = []
+    finally:  # what finished before a failure is kept (a resumed run skips it)
+        if pending:
+            write(pending)

@@ -23,6 +23,11 @@ class LocalEngineConfig:
     block_size: int = 16
     kv_memory_gb: float | None = None  # None: 1 GiB on CPU, 16 GiB on CUDA
     max_prefill_tokens: int = 4096
+    # a prefill step waits until this many batch slots are free (or every waiting request
+    # fits): 1 admits each arrival at once (serving: first-token latency); offline datagen uses
+    # ~max_batch/8, so full decode steps are not cut by a small prefill step each time one row
+    # finishes (scheduler.py)
+    admit_min_free: int = 1
     speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
     spec_block_size: int | None = None  # None: the drafter's trained block (capped on CPU, see core.py)
     spec_policy: str = "adaptive"  # "adaptive": pause speculation where it does not pay | "always"
@@ -41,10 +46,13 @@ class LocalEngineConfig:
             raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
         if self.dtype is not None and self.dtype not in DTYPES:
             raise ValueError(f"dtype: expected one of {sorted(DTYPES)}, got {self.dtype!r}")
-        for name in ("max_batch", "block_size", "max_prefill_tokens"):
+        for name in ("max_batch", "block_size", "max_prefill_tokens", "admit_min_free"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        if self.admit_min_free > self.max_batch:
+            raise ValueError(f"admit_min_free={self.admit_min_free}: expected at most "
+                             f"max_batch={self.max_batch} (more slots than a batch has never free up)")
         if self.max_context is not None and self.max_context < 2:
             raise ValueError(f"max_context: expected >= 2, got {self.max_context}")
         if self.kv_memory_gb is not None and self.kv_memory_gb <= 0:

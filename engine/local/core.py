@@ -111,7 +111,8 @@ class EngineCore:
         block = cfg.block_size
         nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
         self.blocks = BlockManager(nblocks, block)
-        self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead)
+        self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead,
+                                   cfg.admit_min_free)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter, context_kv)
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request

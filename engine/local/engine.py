@@ -11,7 +11,7 @@ import asyncio
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 
 from turnspec.engine.local.config import LocalEngineConfig
@@ -124,25 +124,62 @@ class LocalEngine:
         Returns completion token ids per prompt, in order, including a final stop token.
         `counts`, if given, gains "prompt_tokens" and "cached_prompt_tokens" (prefix-cache hits
         at admission) over these prompts, so batch work can see how much prefill it shared."""
+        out: list[list[int]] = [[] for _ in prompts]
+        for i, tokens in self.generate_stream(prompts, sampling, spec_block_size=spec_block_size,
+                                              counts=counts, ahead=len(prompts)):
+            out[i] = tokens
+        return out
+
+    def generate_stream(self, prompts: Iterable[list[int]], sampling: SamplingParams | None = None,
+                        *, spec_block_size: int | None = None, counts: dict[str, int] | None = None,
+                        ahead: int | None = None) -> Iterator[tuple[int, list[int]]]:
+        """Offline continuous generation: yields (index into `prompts`, completion) as each
+        request finishes, in finishing order. Prompts are pulled lazily, keeping at most
+        max_batch + `ahead` (default max_batch) requests in the engine, so a long or endless
+        iterable keeps every batch slot busy with no tail between chunks; an iterable that stops
+        (a time budget) lets the ones in flight finish. Blocking, before start(); closing the
+        generator early aborts what is still in flight. `counts` as in generate_batch."""
         core = self._core()
         if self._thread is not None:
-            raise EngineError("generate_batch drives the core directly; call it before start()")
+            raise EngineError("generate_stream drives the core directly; call it before start()")
         sampling = sampling or SamplingParams()
-        out: dict[str, list[int]] = {}
-        for i, p in enumerate(prompts):
-            core.add(GenerateRequest(f"batch-{i}", list(p), sampling, spec_block_size=spec_block_size))
-            out[f"batch-{i}"] = []
-        while core.has_work():
-            for d in core.step():
-                out[d.request_id].extend(d.token_ids)
-                if d.finish_reason == "error":
-                    raise EngineError(f"{d.request_id}: {d.error}")
-                if d.finished and counts is not None:
-                    counts["cached_prompt_tokens"] = counts.get("cached_prompt_tokens", 0) \
-                        + d.timing.cached_tokens
-        if counts is not None:
-            counts["prompt_tokens"] = counts.get("prompt_tokens", 0) + sum(len(p) for p in prompts)
-        return [out[f"batch-{i}"] for i in range(len(prompts))]
+        ahead = core.cfg.max_batch if ahead is None else ahead
+        if ahead < 0:
+            raise ValueError(f"ahead: expected >= 0, got {ahead}")
+        source = enumerate(prompts)
+        in_flight: dict[str, tuple[int, list[int]]] = {}
+        limit = core.cfg.max_batch + ahead
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(in_flight) < limit:
+                    nxt = next(source, None)
+                    if nxt is None:
+                        exhausted = True
+                        break
+                    i, prompt = nxt
+                    rid = f"gen-{i}"
+                    core.add(GenerateRequest(rid, list(prompt), sampling,
+                                             spec_block_size=spec_block_size))
+                    in_flight[rid] = (i, [])
+                    if counts is not None:
+                        counts["prompt_tokens"] = counts.get("prompt_tokens", 0) + len(prompt)
+                if not core.has_work():
+                    return
+                for d in core.step():
+                    if d.finish_reason == "error":
+                        raise EngineError(f"{d.request_id}: {d.error}")
+                    in_flight[d.request_id][1].extend(d.token_ids)
+                    if d.finished:
+                        if counts is not None:
+                            counts["cached_prompt_tokens"] = \
+                                counts.get("cached_prompt_tokens", 0) + d.timing.cached_tokens
+                        yield in_flight.pop(d.request_id)
+        finally:
+            if in_flight:  # closed early or failed: free the KV of what is left
+                for rid in in_flight:
+                    core.abort(rid)
+                core.step()
 
     # -- engine thread ---------------------------------------------------------------------
     def _core(self) -> EngineCore:

@@ -1,7 +1,9 @@
 """Continuous batching: each step is a prefill batch (new requests, admitted while tokens,
 slots and KV blocks allow) or a decode batch (every running request advances by one token,
 or by one speculative block). Prefill goes first, as in nano-vllm: a new turn's first token
-is what a voice agent waits for. Out of KV, the newest running request is preempted: its
+is what a voice agent waits for. Offline (datagen), `admit_min_free` holds prefill back until
+that many batch slots are free, so decode steps stay full and one prefill step admits many
+requests instead of one each time a row finishes. Out of KV, the newest running request is preempted: its
 blocks go back to the free list *with their hashes*, so its recompute is mostly cache hits.
 """
 
@@ -23,9 +25,10 @@ class ScheduledBatch:
 
 class Scheduler:
     def __init__(self, blocks: BlockManager, max_batch: int, max_prefill_tokens: int,
-                 spec_lookahead: int) -> None:
+                 spec_lookahead: int, admit_min_free: int = 1) -> None:
         self.blocks = blocks
         self.max_batch = max_batch
+        self.admit_min_free = admit_min_free
         self.max_prefill_tokens = max_prefill_tokens
         self.spec_lookahead = spec_lookahead  # extra KV slots a decode step may write
         self.waiting: deque[Sequence] = deque()
@@ -44,6 +47,9 @@ class Scheduler:
         return self._schedule_decode()
 
     def _schedule_prefill(self) -> ScheduledBatch | None:
+        free = self.max_batch - len(self.running)
+        if self.running and free < min(self.admit_min_free, len(self.waiting)):
+            return None  # decode on; admit when enough slots are free (or all waiting fit)
         chosen: list[Sequence] = []
         budget = self.max_prefill_tokens
         while self.waiting and len(self.running) + len(chosen) < self.max_batch:

@@ -34,6 +34,10 @@ read -r -a PF <<< "${PREFILLS:-32768}"
 # greedy speculative datagen, lossless, against plain decoding). Run 11 found datagen bound by
 # launch-bound decode steps; a spec step yields ~tau tokens a row for ~2-3 steps' launches.
 read -r -a SPX <<< "${DATAGEN_SPECS:-none}"
+# DATAGEN_FEEDS: --feed per datagen shard, cycled like PREFILLS. "batches" is one engine call per
+# 1024 planned prompts (every call ends in a tail of a few long answers: 28% of run 11's hit the
+# 160-token cap, the median is 43); "stream" keeps all 512 slots busy across the whole shard.
+read -r -a FD <<< "${DATAGEN_FEEDS:-stream}"
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).
@@ -48,7 +52,7 @@ j=0; for r in models/data/smollm2-dflash/responses-*.jsonl.* .gpu-carry/response
   ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
-  ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --speculator "${SPX[i % ${#SPX[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
+  ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --speculator "${SPX[i % ${#SPX[@]}]}" --feed "${FD[i % ${#FD[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
 wait
 tail -n 1 runs/datagen-s*.out
@@ -94,7 +98,7 @@ ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.ou
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
-repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --shard I/$NS (I = 0..$((NS - 1)) in parallel, P and X = shard I's of [${PF[*]}] and [${SPX[*]}] cycled, samples.jsonl concatenated)"
+repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --feed F --shard I/$NS (I = 0..$((NS - 1)) in parallel, P, X and F = shard I's of [${PF[*]}], [${SPX[*]}] and [${FD[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 [ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"

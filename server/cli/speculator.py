@@ -8,6 +8,7 @@ transformers (speculator/target.py); export writes the z-lab / SGLang layout.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -45,9 +46,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
-    d.add_argument("--batch-size", type=int, default=256, help="prompts per engine call")
+    d.add_argument("--batch-size", type=int, default=256,
+                   help="prompts per planned batch: whole conversations in waves of turns (and, "
+                        "with --feed batches, per engine call; with stream, per file write)")
+    d.add_argument("--feed", choices=("stream", "batches"), default="stream",
+                   help="stream: one continuous prompt stream, a new prompt as a slot frees up "
+                        "(no tail at the end of each batch); batches: one engine call per "
+                        "planned batch (the pre-run-12 path, kept for A/B runs)")
+    d.add_argument("--admit-min-free", type=int, default=None,
+                   help="stream: prefill waits until this many batch slots are free (default: "
+                        "max_batch/8; 1 admits each prompt as soon as a row finishes)")
     d.add_argument("--time-budget", type=float, default=None,
-                   help="seconds; no new batch starts after it (rerun to resume)")
+                   help="seconds; no new prompt starts after it (rerun to resume)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
                    help="answer only every N-th conversation from the I-th (0-based; a call's turns "
@@ -165,6 +175,11 @@ def run_datagen(args: argparse.Namespace) -> int:
     from turnspec.speculator.prompts import build_prompt_items
 
     cfg = engine_config_from_args(args)
+    if args.feed == "stream":
+        cfg = dataclasses.replace(cfg, admit_min_free=args.admit_min_free
+                                  or max(1, cfg.max_batch // 8))
+    elif args.admit_min_free is not None:
+        raise SystemExit("--admit-min-free applies to --feed stream only")
     engine = LocalEngine(cfg)
     engine.load()
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
@@ -186,12 +201,18 @@ def run_datagen(args: argparse.Namespace) -> int:
             "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
-            "speculator": args.speculator,
+            "speculator": args.speculator, "feed": args.feed,
+            "admit_min_free": cfg.admit_min_free,
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
     counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
-    stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
-                             args.out, batch_size=args.batch_size, progress=not args.no_progress,
-                             meta=meta, time_budget_s=args.time_budget, seed=args.seed)
+    common = dict(batch_size=args.batch_size, progress=not args.no_progress, meta=meta,
+                  time_budget_s=args.time_budget, seed=args.seed)
+    if args.feed == "stream":
+        stats = generate_dataset(items, None, args.out, **common,
+                                 stream=lambda ps: engine.generate_stream(ps, sampling, counts=counts))
+    else:
+        stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
+                                 args.out, **common)
     print(json.dumps({**stats, **counts, "skipped_long_prompts": skipped, "out": str(args.out)}))
     return 0
 

@@ -122,3 +122,47 @@ def test_batch_plan_keeps_a_conversation_in_one_batch():
             assert wave == sorted(wave)
     big = [PromptItem(f"long:{k}", "train", "tools", (1,) * (k + 1)) for k in range(20)]
     assert sorted(len(b) for b in batch_plan(big, 8)) == [4, 8, 8]  # a call longer than a batch
+
+
+def _stream(pulled: list[int], hold: int = 3):
+    """A stream that answers like _answer, `hold` prompts in flight, in reverse finishing order
+    (as an engine finishes short answers first): what generate_dataset must not rely on."""
+    def stream(prompts):
+        buf: list[tuple[int, list[int]]] = []
+        for i, p in enumerate(prompts):
+            pulled.append(i)
+            buf.append((i, [p[-1] + 1, p[-1] + 2, 2]))
+            if len(buf) == hold:
+                yield from reversed(buf)
+                buf = []
+        yield from reversed(buf)
+    return stream
+
+
+def test_stream_writes_what_batches_write(tmp_path):
+    generate_dataset(_items(11), _answer([]), tmp_path / "b", batch_size=4, progress=False)
+    pulled: list[int] = []
+    stats = generate_dataset(_items(11), None, tmp_path / "s", batch_size=4, progress=False,
+                             stream=_stream(pulled))
+    assert stats["written"] == 11 and stats["feed"] == "stream" and pulled == list(range(11))
+    by_id = lambda d: {s.id: (s.input_ids, s.loss_mask, s.split) for s in read_samples(d)}  # noqa: E731
+    assert by_id(tmp_path / "s") == by_id(tmp_path / "b")
+    with pytest.raises(ValueError, match="exactly one"):
+        generate_dataset(_items(3), _answer([]), tmp_path / "x", progress=False, stream=_stream([]))
+
+
+def test_stream_budget_stops_pulling_and_keeps_what_finished(tmp_path):
+    pulled: list[int] = []
+    stats = generate_dataset(_items(9), None, tmp_path, progress=False, time_budget_s=0.0,
+                             stream=_stream(pulled))
+    assert pulled == [0] and stats["written"] == 1                       # at least one prompt
+    stats = generate_dataset(_items(9), None, tmp_path, progress=False, stream=_stream([]))
+    assert stats["skipped_done"] == 1 and stats["written"] == 8
+
+    def twice(prompts):
+        for i, p in enumerate(prompts):
+            yield i, [p[-1], 2]
+            yield i, [p[-1], 2]
+    with pytest.raises(ValueError, match="once"):
+        generate_dataset(_items(4), None, tmp_path / "t", progress=False, stream=twice)
+    assert len(read_samples(tmp_path / "t")) == 1                        # finished work is kept

@@ -34,3 +34,32 @@ def test_generate_batch_counts_prompt_and_cached_tokens(smollm2_dir: Path) -> No
     full_blocks = shared // 16 * 16                                       # engine block size 16
     assert full_blocks >= 64 and counts["cached_prompt_tokens"] >= full_blocks
     assert counts["cached_prompt_tokens"] < len(second)                   # the new turn was prefilled
+
+
+def test_generate_stream_pulls_lazily_and_matches_batch(smollm2_dir: Path) -> None:
+    engine = LocalEngine(LocalEngineConfig(model_dir=str(smollm2_dir), max_batch=2,
+                                           admit_min_free=2))
+    engine.load()
+    chat = engine.chat
+    prompts = [chat.render([{"role": "user", "content": q}]) for q in
+               ("Name a primary colour.", "Say hi.", "Count to three.", "What is 2+2?", "Bye.")]
+    greedy = SamplingParams(temperature=0.0, max_tokens=6)
+    want = engine.generate_batch(prompts, greedy)
+    pulled: list[int] = []
+
+    def source():
+        for i, p in enumerate(prompts):
+            pulled.append(i)
+            yield p
+    got: dict[int, list[int]] = {}
+    for i, tokens in engine.generate_stream(source(), greedy, ahead=1):
+        assert len(pulled) <= 2 + 1 + len(got)            # max_batch + ahead, refilled per finish
+        got[i] = tokens
+    assert got == dict(enumerate(want))
+    # closing the stream early aborts what is in flight and frees its KV
+    stream = engine.generate_stream(prompts, greedy, ahead=1)
+    next(stream)
+    stream.close()
+    stats = engine.stats()
+    assert not engine.core.seqs and stats.active_sequences == stats.waiting_sequences == 0
+    assert stats.free_kv_blocks == stats.total_kv_blocks

@@ -7,6 +7,9 @@ source scripts/gpu/env.sh
 export PS4='+ [${SECONDS}s] '
 set +e -x
 DG=${DATAGEN_BUDGET:-300}; TB=${TRAIN_BUDGET:-780}; L=${LAYERS:-4}; NS=${SHARDS:-3}
+# DEVICE=cpu (with KV_GB=1, MAX_BATCH=8 and tiny sizes) runs the whole pipeline on a dev box: the smoke test
+# of this script before device time is spent on it (scripts/gpu/README.md).
+DEV=${DEVICE:-cuda}
 TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}; EE=${EVAL_EVERY:-1500}
 # READBACK: share of conversations that also give a readback (in-context copy) prompt.
 RB=${READBACK:-0}
@@ -41,7 +44,7 @@ read -r -a FD <<< "${DATAGEN_FEEDS:-stream}"
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).
-datagen="--device cuda --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --no-progress --max-batch 512 --kv-memory-gb $((90 / NS)) --batch-size 1024"
+datagen="--device $DEV --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --no-progress --max-batch ${MAX_BATCH:-512} --kv-memory-gb ${KV_GB:-$((90 / NS))} --batch-size 1024"
 # SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # Completions carried from earlier sessions (.gpu-carry/responses/*.jsonl.gz, README) rebuild
@@ -66,10 +69,17 @@ meta.update(shard=f"all {sys.argv[1]} (samples.jsonl concatenated)", shards=shar
             response_tokens=sum(s["response_tokens"] for s in shards))
 json.dump(meta, open("runs/dflash-data/meta.json", "w"), indent=2)
 PY
-# This session's completions go back (a few MB); then the carried ones join the training data.
-ts speculator pack-responses --data runs/dflash-data --out runs/out/responses-seed$SEED.jsonl.xz
-tail -n 1 runs/unpack-*.out 2>/dev/null; cat runs/prev-*/samples.jsonl >> runs/dflash-data/samples.jsonl 2>/dev/null
-python3 - "$SEED" <<'PY'
+# This session's completions go back (a few MB), packed while the GPU trains (run 12: 62 s of
+# an idle GPU when it ran first), and moved into runs/out whole (poll.sh copies what is there).
+(ts speculator pack-responses --data runs/dflash-data --out runs/responses-seed$SEED.jsonl.xz \
+   > runs/pack.out 2>&1 && mv runs/responses-seed$SEED.jsonl.xz runs/out/) &
+# The training data: this session's plus the carried completions, in a folder of its own (the
+# pack above reads runs/dflash-data meanwhile).
+tail -n 1 runs/unpack-*.out 2>/dev/null
+mkdir -p runs/dflash-train && cp runs/dflash-data/meta.json runs/dflash-train/
+cat runs/dflash-data/samples.jsonl runs/prev-*/samples.jsonl > runs/dflash-train/samples.jsonl 2>/dev/null
+# The eval and bench sets, built while the GPU trains too (run 12: 39 s when it ran first).
+python3 - "$SEED" <<'PY' &
 # heldout-seed<S>.jsonl.xz comes back; eval-data.jsonl (held-out + 2048 train samples) keeps the evals
 # from parsing the whole data file three times.
 import glob, json, lzma, random, sys
@@ -79,7 +89,7 @@ held, train = [], []
 for path in sorted(glob.glob("runs/dflash-data-s*/samples.jsonl")):
     with open(path) as f:
         held += [line for line in f if json.loads(line)["split"] == "heldout"]
-with open("runs/dflash-data/samples.jsonl") as f:
+with open("runs/dflash-train/samples.jsonl") as f:
     train = [line for line in f if json.loads(line)["split"] == "train"]
 # this run's held-out turns, xz as committed under models/data/ (before/after in later runs)
 with lzma.open(f"runs/out/heldout-seed{sys.argv[1]}.jsonl.xz", "wt", preset=9) as f:
@@ -93,7 +103,7 @@ open("runs/bench-heldout.jsonl", "w").writelines(
     l for src in sorted(by) for l in rng.sample(by[src], min(32, len(by[src]))))
 PY
 fi
-common="--data runs/dflash-data --device cuda --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
+common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
@@ -123,26 +133,26 @@ touch runs/drafter.done
 eval_prev() {
   for h in models/data/smollm2-dflash/heldout-seed*.jsonl.xz .gpu-carry/prev-heldout/*.jsonl.gz; do
     [ -f "$h" ] || continue; n=$(basename "$h"); n=${n%%.jsonl.*}
-    ts speculator eval --data "$h" --drafter $1 --device cuda --block-size 16 --json runs/out/tau_$2_$n.json
+    ts speculator eval --data "$h" --drafter $1 --device $DEV --block-size 16 --json runs/out/tau_$2_$n.json
   done
 }
 # Most important first (a call that runs out of time still brings back the earlier ones): the
 # new drafter at B=16 on this run's held-out turns, then on the earlier sessions'.
-ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 16 --with-train --json runs/out/tau_main_b16.json
+ts speculator eval --data runs/eval-data.jsonl --drafter $D --device $DEV --block-size 16 --with-train --json runs/out/tau_main_b16.json
 if [ "$SOFT" != 0 ]; then
-  ts speculator eval --data runs/eval-data.jsonl --drafter $S --device cuda --block-size 16 --with-train --json runs/out/tau_soft_b16.json
+  ts speculator eval --data runs/eval-data.jsonl --drafter $S --device $DEV --block-size 16 --with-train --json runs/out/tau_soft_b16.json
   # the arm with the higher held-out tool tau (same 512 turns) is the one that comes back
   win=$(python3 -c "import json; m, s = (json.load(open(f'runs/out/tau_{a}_b16.json'))['tau'].get('tools-heldout', 0.0) for a in ('main', 'soft')); print('soft' if s > m else 'main')")
   echo "winner: $win"
   if [ "$win" = soft ]; then D=$S; send_drafter $D soft; fi
 fi
 eval_prev $D main
-[ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device cuda --block-size 16 --json runs/out/tau_generic_b16.json
-ts speculator eval --data runs/eval-data.jsonl --drafter $D --device cuda --block-size 8 --json runs/out/tau_main_b8.json
+[ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device $DEV --block-size 16 --json runs/out/tau_generic_b16.json
+ts speculator eval --data runs/eval-data.jsonl --drafter $D --device $DEV --block-size 8 --json runs/out/tau_main_b8.json
 # The committed drafter (the warm start's source) on the same turns: before/after in one run.
-ts speculator eval --data runs/eval-data.jsonl --drafter default --device cuda --block-size 16 --json runs/out/tau_prev_b16.json
+ts speculator eval --data runs/eval-data.jsonl --drafter default --device $DEV --block-size 16 --json runs/out/tau_prev_b16.json
 eval_prev default prev
-cp runs/dflash-data/meta.json runs/out/datagen-meta.json
+cp runs/dflash-data/meta.json runs/out/datagen-meta.json; cat runs/pack.out
 cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
 [ "$SOFT" != 0 ] && cp runs/dflash-soft/metrics.json runs/out/metrics-soft.json && cp runs/dflash-soft/train.log runs/out/train-soft.log
@@ -152,5 +162,5 @@ touch runs/pipeline.done
 # the GPU figure that matters here is our own spec vs no spec, so the peers stay on the CPU bench.
 # always: the paper's tau (every step speculates); adaptive: what serving runs (its tau is over
 # the steps it chose, docs/notes/2026-12-01-online-offline-tau.md).
-ts bench spec --data runs/bench-heldout.jsonl --device cuda --speculator $D --blocks 16 --policies always,adaptive --lookups off,on --n 8 --no-transformers --json runs/out/bench_spec_gpu.json
+ts bench spec --data runs/bench-heldout.jsonl --device $DEV --speculator $D --blocks 16 --policies always,adaptive --lookups off,on --n 8 --no-transformers --json runs/out/bench_spec_gpu.json
 touch runs/bench.done

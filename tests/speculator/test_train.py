@@ -155,11 +155,19 @@ def test_time_budget_fits_the_schedule(tiny_data, tiny_target_dir, tmp_path):
 def test_time_budget_fits_the_step_total_early(tiny_data, tiny_target_dir, tmp_path):
     """The first fit comes at step 20 even when log_every is larger, so the warmup is sized for
     the budget's steps, not for the planned epochs (run 10 idled its first 100 steps)."""
-    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=2.0,
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=4.0,
                    log_every=1000, final_eval_samples=2))
     logged = [h for h in m["history"] if "loss" in h]
     assert logged[0]["step"] == 20 and m["steps"] < 100_000
     assert logged[-1]["lr"] < 3e-3 * 0.2                                # fitted, then ran its course
+
+
+def test_time_budget_is_a_hard_stop(tiny_data, tiny_target_dir, tmp_path):
+    """A spent budget stops training at the next step, before any fit (a CPU smoke run of
+    pipeline.sh took minutes to reach the first fit at step 20 on a 30 s budget)."""
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=0.0,
+                   log_every=1000, final_eval_samples=2))
+    assert m["steps"] == 1
 
 
 def test_init_from_an_exported_drafter(trained, tiny_data, tiny_target_dir, tmp_path):

@@ -200,10 +200,10 @@ class _Run:
             for bi, batch in enumerate(self.data.batches(cfg.batch_size, self.host_gen)):
                 if bi < st["batch_in_epoch"]:
                     continue                                      # resumed mid-epoch
-                if cfg.time_budget_s is not None and st["step"] > step0 \
+                if cfg.time_budget_s is not None and 0 < st["step"] - step0 < _FIRST_FIT \
                         and time.perf_counter() - t0 > cfg.time_budget_s:
-                    st["total"] = st["step"]  # spent, whatever the last fit said (slow steps
-                    # on a CPU reach the first fit at step 20 only after many budgets)
+                    st["total"] = st["step"]  # spent before the first fit (slow steps, e.g. a
+                    # CPU, reach step 20 only after many budgets); after it, each log point refits
                 if st["step"] >= st["total"]:
                     break
                 lr = cosine_lr(st["step"], st["total"], max(1, int(cfg.warmup * st["total"])),

@@ -163,8 +163,8 @@ def test_time_budget_fits_the_step_total_early(tiny_data, tiny_target_dir, tmp_p
 
 
 def test_time_budget_is_a_hard_stop(tiny_data, tiny_target_dir, tmp_path):
-    """A spent budget stops training at the next step, before any fit (a CPU smoke run of
-    pipeline.sh took minutes to reach the first fit at step 20 on a 30 s budget)."""
+    """A budget spent before the first fit stops training at the next step (a CPU smoke run
+    of pipeline.sh took minutes to reach the first fit at step 20 on a 30 s budget)."""
     m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, max_steps=100_000, time_budget_s=0.0,
                    log_every=1000, final_eval_samples=2))
     assert m["steps"] == 1

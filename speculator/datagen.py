@@ -115,7 +115,8 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_d
     """Answer every prompt not yet in out_dir/samples.jsonl; returns counts.
 
     Prompts go out in the order of `batch_plan`, so a run stopped early (time_budget_s: no
-    new prompt starts after it; or a kill) still holds every source and split in proportion.
+    prompt is handed out after it, and what the target already holds finishes: one batch, or
+    a stream's in-flight prompts; or a kill) still holds every source and split in proportion.
     Exactly one of `answer` (batch by batch) and `stream` (one prompt stream, completions as
     they finish) is given. Each record is prompt + completion with loss_mask 0 on the prompt and
     1 on the completion (the completion's final EOS included, as the engine returns it).

@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="stream: prefill waits until this many batch slots are free (default: "
                         "max_batch/8; 1 admits each prompt as soon as a row finishes)")
     d.add_argument("--time-budget", type=float, default=None,
-                   help="seconds; no new prompt starts after it (rerun to resume)")
+                   help="seconds; no prompt is handed to the engine after it, those it holds "
+                        "finish (rerun to resume)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
                    help="answer only every N-th conversation from the I-th (0-based; a call's turns "

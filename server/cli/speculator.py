@@ -177,8 +177,9 @@ def run_datagen(args: argparse.Namespace) -> int:
 
     cfg = engine_config_from_args(args)
     if args.feed == "stream":
-        cfg = dataclasses.replace(cfg, admit_min_free=args.admit_min_free
-                                  or max(1, cfg.max_batch // 8))
+        default = max(1, cfg.max_batch // 8)  # an explicit 0 reaches the config's check
+        cfg = dataclasses.replace(cfg, admit_min_free=default if args.admit_min_free is None
+                                  else args.admit_min_free)
     elif args.admit_min_free is not None:
         raise SystemExit("--admit-min-free applies to --feed stream only")
     engine = LocalEngine(cfg)

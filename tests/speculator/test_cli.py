@@ -95,3 +95,13 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
     with pytest.raises(ValueError, match="max_prefill_tokens: expected a positive integer"):
         _run("speculator", "datagen", "--out", str(tmp_path / "bad"), *common,
              "--max-prefill-tokens", "0")
+
+
+def test_datagen_admit_min_free_is_checked(smollm2_dir, tmp_path):
+    """--admit-min-free 0 is an error, not the default; it is for the stream feed only."""
+    common = ["speculator", "datagen", "--out", str(tmp_path / "d"), "--model", str(smollm2_dir),
+              "--device", "cpu", "--no-progress"]
+    with pytest.raises(ValueError, match="admit_min_free"):
+        _run(*common, "--admit-min-free", "0")
+    with pytest.raises(SystemExit, match="stream only"):
+        _run(*common, "--feed", "batches", "--admit-min-free", "4")

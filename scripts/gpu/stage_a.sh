@@ -5,6 +5,6 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import torch,triton,transformers,gguf;print('torch',torch.__version__,'triton',triton.__version__,'transformers',transformers.__version__)"
 # CUDA_TESTS=0 skips them (a session that changed no CUDA path and needs the device time).
 if [ "${CUDA_TESTS:-1}" = 1 ]; then
-  python3 -m pytest -q -p no:cacheprovider --tb=long tests/speculator/test_cuda.py tests/kernels/test_warmup.py -k cuda > $OUT/test_cuda.txt 2>&1 || true
+  python3 -m pytest -q -p no:cacheprovider --tb=long tests/speculator/test_cuda.py tests/speculator/test_train_step.py tests/kernels/test_warmup.py -k cuda > $OUT/test_cuda.txt 2>&1 || true
   tail -c 6000 $OUT/test_cuda.txt
 fi

@@ -3,13 +3,13 @@
 Tool turns come from `tools_grammar.workloads` (one prompt per assistant message: the
 conversation so far, tools offered); its train / held-out split is by scenario, so held-out tau
 measures unseen call types. Generic prompts (no tools) are split by a stable hash of their id.
-Rendering is injected (`render(messages, tools) -> ids`, the target's chat template) so this
-module needs no engine.
+Rendering is injected (`render([(messages, tools), ...]) -> ids per prompt`, the target's chat
+template, e.g. `ChatTemplate.render_many`) so this module needs no engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 from turnspec.speculator.datagen import PromptItem, conversation_key
 from turnspec.tools_grammar.schema import ToolSpec, parse_tools
@@ -24,8 +24,10 @@ from turnspec.tools_grammar.workloads import (
 from turnspec.tools_grammar.workloads import (
     synthetic_conversations as synthetic_conversations_of,
 )
+from turnspec.tools_grammar.workloads.synthetic import synthetic_id
 
-RenderFn = Callable[[list[dict], list[ToolSpec] | None], list[int]]
+RenderFn = Callable[[Sequence[tuple[list[dict], list[ToolSpec] | None]]], list[list[int]]]
+RENDER_CHUNK = 1024     # prompts per render call (one tokenizer batch)
 
 
 def build_prompt_items(render: RenderFn, *, tool_conversations: int,
@@ -62,7 +64,9 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     if num_shards < 1 or not 0 <= shard < num_shards:
         raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
 
-    def candidates():
+    shard_of: dict[str, int] = {}   # conversation -> shard, round robin by first appearance
+
+    def candidates() -> Iterator[tuple[str, str, str, list[dict], list]]:
         """(id, split, source, messages, tools) of every prompt, in the order that fixes shards."""
         for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
             convs = generate_conversations(n, seed=seed, split=split)
@@ -77,13 +81,32 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
             yield conv.id, split, "generic", conv.messages, []
         for split, n in (("train", synthetic_conversations), ("heldout", synthetic_heldout)):
-            for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split)):
+            # Synthetic calls are new conversations in index order, each built from its own
+            # seed: only this shard's are built (most of a shard's prompt building before), the
+            # others only take their turn in the round robin.
+            base = len(shard_of)
+            mine = [i for i in range(n) if (base + i) % num_shards == shard]
+            for i in range(n):
+                shard_of[synthetic_id(seed, split, i)] = (base + i) % num_shards
+            for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split,
+                                                                        indices=mine)):
                 yield f"{turn.conversation_id}:{turn.turn}", split, "synthetic", turn.messages, turn.tools
 
     items: list[PromptItem] = []
     skipped = 0
-    shard_of: dict[str, int] = {}   # conversation -> shard, round robin by first appearance
     tool_sets: dict[str, list[ToolSpec]] = {}  # a call's turns share its tools: parse them once
+    pending: list[tuple[str, str, str, list[dict], list[ToolSpec]]] = []
+
+    def flush() -> None:
+        nonlocal skipped
+        rendered = render([(messages, tools or None) for *_, messages, tools in pending])
+        for (item_id, split, source, _, _), ids in zip(pending, rendered, strict=True):
+            if len(ids) > max_prompt_tokens:
+                skipped += 1
+            else:
+                items.append(PromptItem(item_id, split, source, tuple(ids)))
+        pending.clear()
+
     for item_id, split, source, messages, tool_json in candidates():
         conv = conversation_key(item_id)
         if shard_of.setdefault(conv, len(shard_of) % num_shards) != shard \
@@ -93,10 +116,8 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
         tools = tool_sets.get(key)
         if tools is None:
             tools = tool_sets[key] = parse_tools(tool_json)
-        ids = render(messages, tools or None)
-        if len(ids) > max_prompt_tokens:
-            skipped += 1
-            continue
-        items.append(PromptItem(item_id, split, source, tuple(ids)))
+        pending.append((item_id, split, source, messages, tools))
+        if len(pending) >= RENDER_CHUNK:
+            flush()
+    flush()
     return items, skipped
-

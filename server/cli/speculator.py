@@ -186,7 +186,7 @@ def run_datagen(args: argparse.Namespace) -> int:
     engine.load()
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
     items, skipped = build_prompt_items(
-        engine.chat.render, tool_conversations=args.tool_conversations,
+        engine.chat.render_many, tool_conversations=args.tool_conversations,
         heldout_conversations=args.heldout_conversations, generic=args.generic,
         generic_heldout_frac=args.generic_heldout_frac,
         max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
@@ -322,5 +322,5 @@ def run_unpack(args: argparse.Namespace) -> int:
     from turnspec.speculator.responses import unpack_responses
 
     chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
-    print(json.dumps(unpack_responses(args.responses, chat.render, args.out)))
+    print(json.dumps(unpack_responses(args.responses, chat.render_many, args.out)))
     return 0

@@ -11,7 +11,7 @@ from turnspec.speculator.prompts import build_prompt_items
 
 def test_tool_and_generic_prompts(smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
-    items, skipped = build_prompt_items(chat.render, tool_conversations=3,
+    items, skipped = build_prompt_items(chat.render_many, tool_conversations=3,
                                         heldout_conversations=2, generic=20,
                                         generic_heldout_frac=0.3, max_prompt_tokens=4096)
     assert skipped == 0 and len({it.id for it in items}) == len(items)
@@ -25,10 +25,10 @@ def test_tool_and_generic_prompts(smollm2_dir):
     assert "<tools>" in tool and tool.endswith("<|im_start|>assistant\n")
     generic = chat.tokenizer.decode(by[("generic", "train")][0].prompt_ids)
     assert "<tools>" not in generic and generic.endswith("<|im_start|>assistant\n")
-    again, _ = build_prompt_items(chat.render, tool_conversations=3, heldout_conversations=2,
+    again, _ = build_prompt_items(chat.render_many, tool_conversations=3, heldout_conversations=2,
                                   generic=20, generic_heldout_frac=0.3, max_prompt_tokens=4096)
     assert again == items                                                # deterministic
-    short, skipped = build_prompt_items(chat.render, tool_conversations=3,
+    short, skipped = build_prompt_items(chat.render_many, tool_conversations=3,
                                         heldout_conversations=0, generic=0,
                                         max_prompt_tokens=1000)
     assert skipped > 0 and all(len(it.prompt_ids) <= 1000 for it in short)
@@ -39,8 +39,8 @@ def test_synthetic_prompts_come_after_the_rest(smollm2_dir):
     shard) as it was, so packs of earlier sessions still rebuild."""
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     kw = dict(tool_conversations=2, heldout_conversations=1, generic=5, max_prompt_tokens=4096)
-    base, _ = build_prompt_items(chat.render, **kw)
-    more, _ = build_prompt_items(chat.render, synthetic_conversations=3, synthetic_heldout=2, **kw)
+    base, _ = build_prompt_items(chat.render_many, **kw)
+    more, _ = build_prompt_items(chat.render_many, synthetic_conversations=3, synthetic_heldout=2, **kw)
     assert more[: len(base)] == base
     extra = more[len(base):]
     assert {it.source for it in extra} == {"synthetic"}
@@ -54,8 +54,8 @@ def test_shards_partition_the_prompts(smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     kw = dict(tool_conversations=3, heldout_conversations=2, generic=10, max_prompt_tokens=4096,
               synthetic_conversations=2, synthetic_heldout=1)
-    whole, _ = build_prompt_items(chat.render, **kw)
-    shards = [build_prompt_items(chat.render, shard=i, num_shards=3, **kw)[0] for i in range(3)]
+    whole, _ = build_prompt_items(chat.render_many, **kw)
+    shards = [build_prompt_items(chat.render_many, shard=i, num_shards=3, **kw)[0] for i in range(3)]
     assert all(shards) and sum(len(s) for s in shards) == len(whole)
     assert sorted(it.id for s in shards for it in s) == sorted(it.id for it in whole)
     assert {it.id: it for it in whole} == {it.id: it for s in shards for it in s}
@@ -66,7 +66,7 @@ def test_shards_partition_the_prompts(smollm2_dir):
                for s, cs in zip(shards, convs, strict=True) for c in cs)
     for bad in ((3, 3), (-1, 2), (0, 0)):
         with pytest.raises(ValueError, match="shard"):
-            build_prompt_items(chat.render, shard=bad[0], num_shards=bad[1], **kw)
+            build_prompt_items(chat.render_many, shard=bad[0], num_shards=bad[1], **kw)
 
 
 def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
@@ -84,7 +84,7 @@ def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
     seeds = {int(s.id.split("-")[1]) for s in committed if s.source == "tools"}
     by_id = {}
     for seed in sorted(seeds):
-        items, _ = build_prompt_items(chat.render, tool_conversations=0, heldout_conversations=200,
+        items, _ = build_prompt_items(chat.render_many, tool_conversations=0, heldout_conversations=200,
                                       max_prompt_tokens=4096, seed=seed)
         by_id.update({it.id: it for it in items})
     by_call = {it.id.split(":")[0]: it for it in by_id.values()}
@@ -104,8 +104,8 @@ def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
 def test_readback_prompts_ask_for_the_last_reply_again(smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     kw = dict(tool_conversations=12, heldout_conversations=6, generic=0, max_prompt_tokens=4096)
-    plain, _ = build_prompt_items(chat.render, **kw)
-    items, _ = build_prompt_items(chat.render, readback_frac=1.0, **kw)
+    plain, _ = build_prompt_items(chat.render_many, **kw)
+    items, _ = build_prompt_items(chat.render_many, readback_frac=1.0, **kw)
     reads = [it for it in items if it.source == "readback"]
     assert [it for it in items if it.source != "readback"] == plain    # the rest is unchanged
     assert {it.split for it in reads} == {"train", "heldout"}
@@ -115,18 +115,18 @@ def test_readback_prompts_ask_for_the_last_reply_again(smollm2_dir):
     body = text.rsplit("<|im_start|>user\n", 1)
     assert body[0].rstrip().endswith("<|im_end|>") and "</tool_response>" in body[0]
     assert body[1].endswith("<|im_end|>\n<|im_start|>assistant\n")
-    half, _ = build_prompt_items(chat.render, readback_frac=0.5, **kw)
+    half, _ = build_prompt_items(chat.render_many, readback_frac=0.5, **kw)
     n_half = sum(it.source == "readback" for it in half)
     assert 0 < n_half < len(reads)
     with pytest.raises(ValueError, match="readback_frac"):
-        build_prompt_items(chat.render, readback_frac=1.5, **kw)
+        build_prompt_items(chat.render_many, readback_frac=1.5, **kw)
 
 
 def test_dictation_prompts_end_on_random_details_to_read_back(smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     kw = dict(tool_conversations=12, heldout_conversations=6, generic=0, max_prompt_tokens=4096)
-    plain, _ = build_prompt_items(chat.render, **kw)
-    items, _ = build_prompt_items(chat.render, dictation_frac=1.0, **kw)
+    plain, _ = build_prompt_items(chat.render_many, **kw)
+    items, _ = build_prompt_items(chat.render_many, dictation_frac=1.0, **kw)
     dictated = [it for it in items if it.source == "dictation"]
     assert [it for it in items if it.source != "dictation"] == plain    # the rest is unchanged
     assert {it.split for it in dictated} == {"train", "heldout"}
@@ -134,4 +134,4 @@ def test_dictation_prompts_end_on_random_details_to_read_back(smollm2_dir):
     asks = [chat.tokenizer.decode(it.prompt_ids).rsplit("<|im_start|>user\n", 1)[1] for it in dictated]
     assert len(set(asks)) == len(asks)                   # random details: no two alike
     with pytest.raises(ValueError, match="dictation_frac"):
-        build_prompt_items(chat.render, dictation_frac=-0.1, **kw)
+        build_prompt_items(chat.render_many, dictation_frac=-0.1, **kw)

@@ -19,7 +19,7 @@ def _datagen(tmp_path, chat):
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 4,
              "readback_frac": 0.5, "dictation_frac": 0.5, "synthetic_conversations": 2,
              "synthetic_heldout": 1}
-    items, _ = build_prompt_items(chat.render, **build)
+    items, _ = build_prompt_items(chat.render_many, **build)
     assert {it.source for it in items} == {"tools", "generic", "readback", "dictation", "synthetic"}
     # completions stand in for the target's: pack/unpack only move token ids around
     answer = lambda prompts: [[len(p) % 97, 13, 2] for p in prompts]  # noqa: E731
@@ -35,7 +35,7 @@ def test_pack_then_unpack_gives_back_the_samples(tmp_path, smollm2_dir, suffix):
     assert packed["samples"] == len(samples) and packed["response_tokens"] == 3 * len(samples)
     magic = (tmp_path / f"r.jsonl{suffix}").read_bytes()[:6]
     assert magic.startswith(b"\x1f\x8b" if suffix == ".gz" else b"\xfd7zXZ")
-    unpack_responses(tmp_path / f"r.jsonl{suffix}", chat.render, tmp_path / "again")
+    unpack_responses(tmp_path / f"r.jsonl{suffix}", chat.render_many, tmp_path / "again")
     assert read_samples(tmp_path / "again") == samples
     with open_text(tmp_path / f"held.jsonl{suffix}", "wt") as f:  # committed held-out turns
         f.write((tmp_path / "again" / "samples.jsonl").read_text())
@@ -55,7 +55,7 @@ def test_a_changed_workload_is_an_error(tmp_path, smollm2_dir):
     with gzip.open(tmp_path / "bad.jsonl.gz", "wt") as f:
         f.writelines([json.dumps(head) + "\n", *lines[1:]])
     with pytest.raises(ValueError, match="does not rebuild"):
-        unpack_responses(tmp_path / "bad.jsonl.gz", chat.render, tmp_path / "x")
+        unpack_responses(tmp_path / "bad.jsonl.gz", chat.render_many, tmp_path / "x")
 
 
 def test_pack_needs_the_datagen_arguments(tmp_path, smollm2_dir):
@@ -90,7 +90,7 @@ def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     build = {"tool_conversations": 3, "heldout_conversations": 1, "generic": 2,
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 2, "readback_frac": 0.5}
-    items, _ = build_prompt_items(chat.render, **build)
+    items, _ = build_prompt_items(chat.render_many, **build)
     generate_dataset(items, lambda ps: [[7, 2] for _ in ps], tmp_path / "data", progress=False,
                      meta=dict(build))
     pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
@@ -101,5 +101,5 @@ def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
     assert head["build"].pop("synthetic_conversations") == head["build"].pop("synthetic_heldout") == 0
     with gzip.open(tmp_path / "old.jsonl.gz", "wt") as f:
         f.write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
-    unpack_responses(tmp_path / "old.jsonl.gz", chat.render, tmp_path / "again")
+    unpack_responses(tmp_path / "old.jsonl.gz", chat.render_many, tmp_path / "again")
     assert read_samples(tmp_path / "again") == read_samples(tmp_path / "data")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from datetime import timedelta
 
 from turnspec.tools_grammar.workloads import catalog
@@ -195,14 +196,25 @@ def _script(d: Dialogue, tools: list[tuple[dict, str]]) -> None:
         d.say(_reading(d, noun, result))
 
 
-def synthetic_conversations(n: int, seed: int = 0, split: str = "train") -> list[Conversation]:
+def synthetic_conversations(n: int, seed: int = 0, split: str = "train",
+                            indices: Sequence[int] | None = None) -> list[Conversation]:
     """n calls to made-up businesses with 2-4 random tools each, deterministic in (seed, split,
-    index) like `generate_conversations`; split "train" and "heldout" draw separate streams."""
+    index) like `generate_conversations`; split "train" and "heldout" draw separate streams.
+    indices: build only those of the n (in the order given), e.g. one datagen shard's."""
     if n < 0:
         raise ValueError(f"n: expected >= 0, got {n}")
     if split not in ("train", "heldout"):
         raise ValueError(f"split: expected train or heldout, got {split!r}")
-    return [_conversation(i, seed, split) for i in range(n)]
+    if indices is None:
+        indices = range(n)
+    elif any(not 0 <= i < n for i in indices):
+        raise ValueError(f"indices: expected values in [0, {n}), got {sorted(indices)[:3]}...")
+    return [_conversation(i, seed, split) for i in indices]
+
+
+def synthetic_id(seed: int, split: str, index: int) -> str:
+    """The conversation id of synthetic call `index` (what its prompts' ids start with)."""
+    return f"synthetic-{split}-{seed}-{index:06d}"
 
 
 def _conversation(index: int, seed: int, split: str) -> Conversation:
@@ -218,5 +230,5 @@ def _conversation(index: int, seed: int, split: str) -> Conversation:
         d.say(f"Thanks for calling {business}, this is {d.agent}. How can I help?")
     _script(d, tools)
     close_call(d)
-    return Conversation(f"synthetic-{split}-{seed}-{index:06d}", split, dom.name,
+    return Conversation(synthetic_id(seed, split, index), split, dom.name,
                         f"synthetic.{tools[0][0]['function']['name']}", dom.all_tools, d.messages)

@@ -9,12 +9,16 @@ import pytest
 
 from turnspec.tools_grammar.schema import parse_tools, validate_arguments
 from turnspec.tools_grammar.workloads import synthetic_conversations, turns_for_prompting
+from turnspec.tools_grammar.workloads.synthetic import synthetic_id
 
 
 def test_synthetic_calls_are_valid_and_seeded() -> None:
     convs = synthetic_conversations(120, seed=3)
     assert synthetic_conversations(40, seed=3) == convs[:40]            # prefix-stable
     assert synthetic_conversations(40, seed=4) != convs[:40]
+    # one datagen shard's calls alone, equal to the same calls of the whole stream
+    assert synthetic_conversations(120, seed=3, indices=[7, 2]) == [convs[7], convs[2]]
+    assert convs[7].id == synthetic_id(3, "train", 7)
     held = synthetic_conversations(40, seed=3, split="heldout")
     assert {c.split for c in held} == {"heldout"} and {c.split for c in convs} == {"train"}
     assert not {c.messages[1]["content"] for c in held} & {c.messages[1]["content"] for c in convs}
@@ -51,3 +55,5 @@ def test_bad_arguments_say_what_was_expected() -> None:
         synthetic_conversations(-1)
     with pytest.raises(ValueError, match="train or heldout"):
         synthetic_conversations(2, split="generic")
+    with pytest.raises(ValueError, match=r"indices: expected values in \[0, 2\)"):
+        synthetic_conversations(2, indices=[0, 2])

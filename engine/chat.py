@@ -90,7 +90,7 @@ class ChatTemplate:
         if not convs:
             return []
         texts = [self.render_text(messages, tools) for messages, tools in convs]
-        return [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
 
     def render_continuation(self, history_ids: list[int], messages: list[dict],
                             tools: list[ToolSpec] | None = None) -> list[int]:

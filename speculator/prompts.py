@@ -66,6 +66,9 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
 
     shard_of: dict[str, int] = {}   # conversation -> shard, round robin by first appearance
 
+    def shard_for(conv: str) -> int:
+        return shard_of.setdefault(conv, len(shard_of) % num_shards)
+
     def candidates() -> Iterator[tuple[str, str, str, list[dict], list]]:
         """(id, split, source, messages, tools) of every prompt, in the order that fixes shards."""
         for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
@@ -84,10 +87,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             # Synthetic calls are new conversations in index order, each built from its own
             # seed: only this shard's are built (most of a shard's prompt building before), the
             # others only take their turn in the round robin.
-            base = len(shard_of)
-            mine = [i for i in range(n) if (base + i) % num_shards == shard]
-            for i in range(n):
-                shard_of[synthetic_id(seed, split, i)] = (base + i) % num_shards
+            mine = [i for i in range(n) if shard_for(synthetic_id(seed, split, i)) == shard]
             for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split,
                                                                         indices=mine)):
                 yield f"{turn.conversation_id}:{turn.turn}", split, "synthetic", turn.messages, turn.tools
@@ -109,8 +109,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
 
     for item_id, split, source, messages, tool_json in candidates():
         conv = conversation_key(item_id)
-        if shard_of.setdefault(conv, len(shard_of) % num_shards) != shard \
-                or (keep is not None and not keep(item_id)):
+        if shard_for(conv) != shard or (keep is not None and not keep(item_id)):
             continue
         key = repr(tool_json)
         tools = tool_sets.get(key)

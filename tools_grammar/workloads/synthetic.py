@@ -207,8 +207,9 @@ def synthetic_conversations(n: int, seed: int = 0, split: str = "train",
         raise ValueError(f"split: expected train or heldout, got {split!r}")
     if indices is None:
         indices = range(n)
-    elif any(not 0 <= i < n for i in indices):
-        raise ValueError(f"indices: expected values in [0, {n}), got {sorted(indices)[:3]}...")
+    bad = [i for i in indices if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"indices: expected values in [0, {n}), got {bad[:3]}")
     return [_conversation(i, seed, split) for i in indices]
 
 

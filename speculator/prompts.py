@@ -24,6 +24,7 @@ from turnspec.tools_grammar.workloads import (
 from turnspec.tools_grammar.workloads import (
     synthetic_conversations as synthetic_conversations_of,
 )
+from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD
 from turnspec.tools_grammar.workloads.synthetic import synthetic_id
 
 RenderFn = Callable[[Sequence[tuple[list[dict], list[ToolSpec] | None]]], list[list[int]]]
@@ -36,6 +37,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        seed: int = 0, shard: int = 0, num_shards: int = 1,
                        readback_frac: float = 0.0, dictation_frac: float = 0.0,
                        synthetic_conversations: int = 0, synthetic_heldout: int = 0,
+                       workload: int = LATEST_WORKLOAD,
                        keep: Callable[[str], bool] | None = None) -> tuple[list[PromptItem], int]:
     """Prompt items for datagen and the number skipped for exceeding max_prompt_tokens.
 
@@ -54,6 +56,8 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     synthetic_conversations / synthetic_heldout: calls to made-up businesses whose tools and
     results are random per call (source "synthetic": whatever the target copies from them
     cannot be memorised), from the train / held-out random streams; 0 adds none.
+    workload: the workload version whose train goals the tool conversations draw from
+    (catalog.WORKLOADS; the held-out ones are the same in every version).
     keep: render only the prompts whose id it accepts (rebuilding packed responses).
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
@@ -72,7 +76,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     def candidates() -> Iterator[tuple[str, str, str, list[dict], list]]:
         """(id, split, source, messages, tools) of every prompt, in the order that fixes shards."""
         for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
-            convs = generate_conversations(n, seed=seed, split=split)
+            convs = generate_conversations(n, seed=seed, split=split, workload=workload)
             turns = [(t, "tools") for t in turns_for_prompting(convs)]
             for source, extend, frac in (("readback", readback_conversations, readback_frac),
                                          ("dictation", dictation_conversations, dictation_frac)):

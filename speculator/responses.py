@@ -21,9 +21,10 @@ from turnspec.speculator.prompts import RenderFn, build_prompt_items
 # datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
 BUILD_KEYS = ("tool_conversations", "heldout_conversations", "generic", "generic_heldout_frac",
               "max_prompt_tokens", "seed", "readback_frac", "dictation_frac",
-              "synthetic_conversations", "synthetic_heldout")
+              "synthetic_conversations", "synthetic_heldout", "workload")
 # keys added later, with the value that rebuilds packs written before them
-BUILD_DEFAULTS = {"dictation_frac": 0.0, "synthetic_conversations": 0, "synthetic_heldout": 0}
+BUILD_DEFAULTS = {"dictation_frac": 0.0, "synthetic_conversations": 0, "synthetic_heldout": 0,
+                  "workload": 1}
 
 
 def prompt_hash(ids: tuple[int, ...]) -> str:
@@ -57,7 +58,8 @@ def pack_responses(data: str | Path, out_file: str | Path) -> dict:
 def unpack_responses(responses: str | Path, render: RenderFn, out_dir: str | Path) -> dict:
     """Rebuild out_dir/samples.jsonl (+ meta.json) from a packed file and the workload."""
     with open_text(responses) as f:
-        build = json.loads(f.readline())["build"]
+        # a pack written before a build key existed was built with that key's old value
+        build = {**BUILD_DEFAULTS, **json.loads(f.readline())["build"]}
         records = [json.loads(line) for line in f]
     wanted = {r["id"] for r in records}
     items, _ = build_prompt_items(render, **build, keep=wanted.__contains__)

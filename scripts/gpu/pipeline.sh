@@ -19,6 +19,9 @@ DI=${DICTATION:-0}
 # SYNTHETIC / SYNTHETIC_HELDOUT: calls to made-up businesses with random tools and results
 # (tools_grammar/workloads/synthetic.py): copies that cannot be memorised, and a held-out split.
 SY=${SYNTHETIC:-0}; SYH=${SYNTHETIC_HELDOUT:-0}
+# WORKLOAD: the workload version (tools_grammar/workloads/catalog.py WORKLOADS): 2 adds 40 train
+# goals; the held-out goals, and so the held-out turns of a seed, are the same in each.
+WL=${WORKLOAD:-2}
 # GENERIC=0 skips the generic-only comparison drafter (it halves the main run's steps/s when it
 # shares the GPU); a session that only continues the main drafter keeps the earlier comparison.
 GEN=${GENERIC:-1}
@@ -44,7 +47,7 @@ read -r -a FD <<< "${DATAGEN_FEEDS:-stream}"
 mkdir -p runs/out
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).
-datagen="--device $DEV --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --no-progress --max-batch ${MAX_BATCH:-512} --kv-memory-gb ${KV_GB:-$((90 / NS))} --batch-size 1024"
+datagen="--device $DEV --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --workload $WL --no-progress --max-batch ${MAX_BATCH:-512} --kv-memory-gb ${KV_GB:-$((90 / NS))} --batch-size 1024"
 # SKIP_DATAGEN=1 reuses runs/dflash-data (a restart, e.g. to resume training on a new budget).
 if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # Completions carried from earlier sessions (.gpu-carry/responses/*.jsonl.gz, README) rebuild
@@ -104,10 +107,15 @@ open("runs/bench-heldout.jsonl", "w").writelines(
 PY
 fi
 common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
+# ALLOC_CONF: the training processes' PYTORCH_CUDA_ALLOC_CONF. Runs 12 and 13 trained ~25%
+# slower for their first ~800 steps, a guess is the caching allocator meeting new shapes (the
+# packed batches vary); expandable segments (run 14 on) grow blocks in place instead.
+export PYTORCH_CUDA_ALLOC_CONF=${ALLOC_CONF:-expandable_segments:True}
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
+unset PYTORCH_CUDA_ALLOC_CONF
 repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --feed F --shard I/$NS (I = 0..$((NS - 1)) in parallel, P, X and F = shard I's of [${PF[*]}], [${SPX[*]}] and [${FD[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"

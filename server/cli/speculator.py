@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
+
 _DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -43,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--synthetic-heldout", type=int, default=0,
                    help="such calls from a separate random stream, held out "
                         "(split synthetic-heldout; default: %(default)s)")
+    d.add_argument("--workload", type=int, choices=WORKLOADS, default=LATEST_WORKLOAD,
+                   help="workload version: which train goals the tool conversations draw from "
+                        "(2 adds 40; the held-out goals are the same in each; default: %(default)s)")
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
@@ -192,13 +197,13 @@ def run_datagen(args: argparse.Namespace) -> int:
         max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
         num_shards=args.shard[1], readback_frac=args.readback_frac,
         dictation_frac=args.dictation_frac, synthetic_conversations=args.synthetic_conversations,
-        synthetic_heldout=args.synthetic_heldout)
+        synthetic_heldout=args.synthetic_heldout, workload=args.workload)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
             "readback_frac": args.readback_frac, "dictation_frac": args.dictation_frac,
             "synthetic_conversations": args.synthetic_conversations,
-            "synthetic_heldout": args.synthetic_heldout,
+            "synthetic_heldout": args.synthetic_heldout, "workload": args.workload,
             "generic_heldout_frac": args.generic_heldout_frac,
             "max_prompt_tokens": args.max_prompt_tokens,
             "skipped_long_prompts": skipped, "seed": args.seed,

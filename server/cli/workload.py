@@ -1,6 +1,6 @@
 """`turnspec workload ...`: export the synthetic voice-agent workload as JSONL, or print its stats.
 
-    turnspec workload export --out convs.jsonl [--n 5000] [--seed 0] [--split train|heldout|all]
+    turnspec workload export --out convs.jsonl [--n 5000] [--seed 0] [--split train|heldout|all] [--workload 2]
     turnspec workload export --out generic.jsonl --generic
     turnspec workload stats [--n 5000] [--seed 0] [--split all]
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 from collections import Counter
+
+from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +32,8 @@ def _add_shape_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--split", choices=("train", "heldout", "all"), default="all",
                         help="train or held-out scenarios only, or all (default)")
+    parser.add_argument("--workload", type=int, choices=WORKLOADS, default=LATEST_WORKLOAD,
+                        help="workload version: 2 adds 40 train goals (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,14 +49,15 @@ def run(args: argparse.Namespace) -> int:
         conversations = generic_prompts(args.n)
     else:
         n = 5000 if args.n is None else args.n
-        conversations = generate_conversations(n, seed=args.seed, split=args.split)
+        conversations = generate_conversations(n, seed=args.seed, split=args.split, workload=args.workload)
     elapsed = time.perf_counter() - start
     if args.workload_command == "export":
         count = export_jsonl(conversations, args.out)
         print(f"wrote {count} records to {args.out} ({elapsed:.2f} s to generate)")
         return 0
     turns = Counter(t.kind for t in turns_for_prompting(conversations))
-    print(f"{len(conversations)} conversations in {elapsed:.2f} s (seed {args.seed}, split {args.split})")
+    print(f"{len(conversations)} conversations in {elapsed:.2f} s (seed {args.seed}, split {args.split}, "
+          f"workload {args.workload})")
     for title, counter in (("split", Counter(c.split for c in conversations)),
                            ("domain", Counter(c.domain for c in conversations)), ("next turn", turns)):
         print(f"  {title:<10} " + "  ".join(f"{k}={v}" for k, v in sorted(counter.items())))

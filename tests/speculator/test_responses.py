@@ -18,7 +18,7 @@ def _datagen(tmp_path, chat):
     build = {"tool_conversations": 3, "heldout_conversations": 2, "generic": 6,
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 4,
              "readback_frac": 0.5, "dictation_frac": 0.5, "synthetic_conversations": 2,
-             "synthetic_heldout": 1}
+             "synthetic_heldout": 1, "workload": 2}
     items, _ = build_prompt_items(chat.render_many, **build)
     assert {it.source for it in items} == {"tools", "generic", "readback", "dictation", "synthetic"}
     # completions stand in for the target's: pack/unpack only move token ids around
@@ -90,7 +90,7 @@ def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     build = {"tool_conversations": 3, "heldout_conversations": 1, "generic": 2,
              "generic_heldout_frac": 0.3, "max_prompt_tokens": 4096, "seed": 2, "readback_frac": 0.5}
-    items, _ = build_prompt_items(chat.render_many, **build)
+    items, _ = build_prompt_items(chat.render_many, **build, workload=1)  # the workload then
     generate_dataset(items, lambda ps: [[7, 2] for _ in ps], tmp_path / "data", progress=False,
                      meta=dict(build))
     pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
@@ -103,3 +103,26 @@ def test_a_pack_from_before_dictation_still_rebuilds(tmp_path, smollm2_dir):
         f.write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     unpack_responses(tmp_path / "old.jsonl.gz", chat.render_many, tmp_path / "again")
     assert read_samples(tmp_path / "again") == read_samples(tmp_path / "data")
+
+
+def test_a_pack_from_before_workload_versions_rebuilds_with_workload_one(tmp_path, smollm2_dir):
+    # seeds 7-9 were packed before the workload key existed, from workload 1's prompts
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    build = {"tool_conversations": 6, "heldout_conversations": 1, "generic": 0,
+             "generic_heldout_frac": 0.2, "max_prompt_tokens": 4096, "seed": 9, "readback_frac": 0.0}
+    items, _ = build_prompt_items(chat.render_many, **build, workload=1)
+    latest, _ = build_prompt_items(chat.render_many, **build)
+    assert [it.prompt_ids for it in items] != [it.prompt_ids for it in latest]  # so the check bites
+    generate_dataset(items, lambda prompts: [[7, 2] for _ in prompts], tmp_path / "data",
+                     progress=False, meta=dict(build))
+    pack_responses(tmp_path / "data", tmp_path / "r.jsonl.gz")
+    with gzip.open(tmp_path / "r.jsonl.gz", "rt") as f:
+        head, *rest = f.readlines()
+    assert json.loads(head)["build"].pop("workload") == 1
+    old_head = json.loads(head)
+    del old_head["build"]["workload"]                  # a header as the seed 7-9 packs have it
+    with gzip.open(tmp_path / "old.jsonl.gz", "wt") as f:
+        f.writelines([json.dumps(old_head) + "\n", *rest])
+    for packed in ("r.jsonl.gz", "old.jsonl.gz"):
+        unpack_responses(tmp_path / packed, chat.render_many, tmp_path / packed.split(".")[0])
+        assert read_samples(tmp_path / packed.split(".")[0]) == read_samples(tmp_path / "data")

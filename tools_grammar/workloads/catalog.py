@@ -8,6 +8,11 @@ as a short script against `Dialogue`), plus a compact way to write tool schemas.
 
 Scenarios marked heldout=True never appear in the train split: a model tuned on train is
 measured on callers whose goals it has not seen (the tools and domains are shared).
+
+Workload versions: a scenario added after version 1 says since=N and joins the train pool of
+workload N and later only. Datagen records its version, so completions answered for an older
+workload rebuild against exactly its prompts (speculator/responses.py checks prompt hashes).
+Held-out scenarios are the same in every version, so held-out scores compare across versions.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from turnspec.tools_grammar.schema import ToolSpec, parse_tools
 if TYPE_CHECKING:
     from turnspec.tools_grammar.workloads.dialogue import Dialogue
 
+WORKLOADS = (1, 2)  # 2: 40 more train goals (scenarios_v2_*.py, 2026-12-01)
+LATEST_WORKLOAD = WORKLOADS[-1]
 DATE = r"^\d{4}-\d{2}-\d{2}$"
 TIME = r"^\d{2}:\d{2}$"
 
@@ -100,6 +107,7 @@ class Scenario:
     domain: Domain
     heldout: bool
     script: Callable[[Dialogue], None]
+    since: int = 1  # the first workload version whose pool holds it
 
 
 DOMAINS: dict[str, Domain] = {}
@@ -113,12 +121,19 @@ def domain(name: str, businesses: tuple[str, ...], role: str, tools: list[dict])
     return DOMAINS[name]
 
 
-def scenario(dom: Domain, goal: str, heldout: bool = False) -> Callable[[Callable[[Dialogue], None]], Callable[[Dialogue], None]]:
+def scenario(dom: Domain, goal: str, heldout: bool = False,
+             since: int = 1) -> Callable[[Callable[[Dialogue], None]], Callable[[Dialogue], None]]:
+    name = f"{dom.name}.{goal}"
+    if since not in WORKLOADS:
+        raise ValueError(f"scenario {name!r}: since={since}, expected a workload version in {WORKLOADS}")
+    if heldout and since != 1:
+        raise ValueError(f"scenario {name!r}: held-out scenarios must be in every workload version "
+                         f"(since=1), got since={since}")
+
     def register(script: Callable[[Dialogue], None]) -> Callable[[Dialogue], None]:
-        name = f"{dom.name}.{goal}"
         if name in SCENARIOS:
             raise ValueError(f"scenario {name!r} is defined twice")
-        SCENARIOS[name] = Scenario(name, dom, heldout, script)
+        SCENARIOS[name] = Scenario(name, dom, heldout, script, since)
         return script
 
     return register

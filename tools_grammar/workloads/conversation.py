@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import random
 from collections.abc import Iterable, Iterator
@@ -89,21 +90,27 @@ def sampled(conversations: Iterable[Conversation], fraction: float, seed: int,
             yield conv
 
 
-def scenarios_for(split: Split) -> list[catalog.Scenario]:
-    """The scenarios a split draws from (sorted by name, so generation is stable)."""
+def scenarios_for(split: Split, workload: int = catalog.LATEST_WORKLOAD) -> list[catalog.Scenario]:
+    """The scenarios a split draws from in that workload version (sorted by name, so generation
+    is stable)."""
     _load_domains()
     if split not in ("train", "heldout", "all"):
         raise ValueError(f"split: expected train, heldout or all, got {split!r}")
-    chosen = [s for s in catalog.SCENARIOS.values() if split == "all" or s.heldout == (split == "heldout")]
+    if workload not in catalog.WORKLOADS:
+        raise ValueError(f"workload: expected a version in {catalog.WORKLOADS}, got {workload!r}")
+    chosen = [s for s in catalog.SCENARIOS.values()
+              if (split == "all" or s.heldout == (split == "heldout")) and s.since <= workload]
     return sorted(chosen, key=lambda s: s.name)
 
 
-def generate_conversations(n: int, seed: int = 0, split: Split = "all") -> list[Conversation]:
-    """n conversations, deterministic in (n's prefix, seed, split): conversation i depends only
-    on (seed, split, i), so a larger n extends a smaller one."""
+def generate_conversations(n: int, seed: int = 0, split: Split = "all",
+                           workload: int = catalog.LATEST_WORKLOAD) -> list[Conversation]:
+    """n conversations, deterministic in (n's prefix, seed, split, workload): conversation i
+    depends only on (seed, split, workload, i), so a larger n extends a smaller one. The
+    held-out conversations are the same in every workload version."""
     if n < 0:
         raise ValueError(f"n: expected >= 0, got {n}")
-    pool = scenarios_for(split)
+    pool = scenarios_for(split, workload)
     return [_conversation(i, seed, split, pool) for i in range(n)]
 
 
@@ -175,13 +182,12 @@ def load_jsonl(path: str | Path) -> list[Conversation]:
         return [Conversation.from_record(json.loads(line)) for line in src if line.strip()]
 
 
+SCENARIO_MODULES = ("domains_care", "domains_commerce", "domains_hospitality", "domains_money",
+                    "scenarios_more_a", "scenarios_more_b",
+                    "scenarios_v2_hospitality", "scenarios_v2_money", "scenarios_v2_care", "scenarios_v2_commerce")
+
+
 def _load_domains() -> None:
     """Importing the domain modules registers their domains and scenarios."""
-    from turnspec.tools_grammar.workloads import (  # noqa: F401
-        domains_care,
-        domains_commerce,
-        domains_hospitality,
-        domains_money,
-        scenarios_more_a,
-        scenarios_more_b,
-    )
+    for name in SCENARIO_MODULES:
+        importlib.import_module(f"turnspec.tools_grammar.workloads.{name}")

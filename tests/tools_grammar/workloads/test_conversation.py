@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -18,6 +19,7 @@ from turnspec.tools_grammar.workloads import (
     scenarios_for,
     turns_for_prompting,
 )
+from turnspec.tools_grammar.workloads.catalog import DOMAINS, WORKLOADS, scenario
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +29,8 @@ def convs() -> list[Conversation]:
 
 def test_five_thousand_with_both_splits(convs: list[Conversation]) -> None:
     splits = Counter(c.split for c in convs)
-    # 8 held-out scenarios of 57: about 14 % of calls (about 700 of 5000)
-    assert splits["train"] > 3000 and splits["heldout"] > 550 and set(splits) == {"train", "heldout"}
+    # 8 held-out scenarios of 97 (workload 2): about 8 % of calls (about 410 of 5000)
+    assert splits["train"] > 4000 and splits["heldout"] > 320 and set(splits) == {"train", "heldout"}
     assert len({c.id for c in convs}) == 5000
 
 
@@ -119,3 +121,36 @@ def test_jsonl_round_trip(tmp_path: Path, convs: list[Conversation]) -> None:
         Conversation.from_record({k: v for k, v in record.items() if k != "messages"})
     with pytest.raises(ValueError, match="split must be one of"):
         Conversation.from_record({**record, "split": "test"})
+
+
+def _digest(convs: list[Conversation]) -> str:
+    return hashlib.sha256(json.dumps([c.to_record() for c in convs], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def test_workload_one_is_the_workload_the_committed_completions_were_answered_for() -> None:
+    # models/data/smollm2-dflash/responses-seed{7,8,9} rebuild only against these prompts: the
+    # digests were taken from the code before workload versions existed (2026-12-01)
+    assert _digest(generate_conversations(300, seed=9, split="train", workload=1)) == "f6c006b6da3d2a0c"
+    assert _digest(generate_conversations(300, seed=9, split="heldout", workload=1)) == "a43452d33979736f"
+
+
+def test_later_workloads_add_train_goals_and_keep_the_heldout_ones() -> None:
+    assert WORKLOADS == (1, 2)
+    v1, v2 = scenarios_for("all", 1), scenarios_for("all", 2)
+    added = [s for s in v2 if s not in v1]
+    assert len(v1) == 57 and len(added) == 40 and all(s.since == 2 and not s.heldout for s in added)
+    assert scenarios_for("heldout", 1) == scenarios_for("heldout", 2)
+    held = generate_conversations(300, seed=9, split="heldout", workload=2)
+    assert _digest(held) == "a43452d33979736f"                   # the same held-out turns
+    train = generate_conversations(300, seed=9, split="train", workload=2)
+    assert {c.scenario for c in train} & {s.name for s in added}
+    with pytest.raises(ValueError, match=r"workload: expected a version in \(1, 2\), got 3"):
+        scenarios_for("train", 3)
+
+
+def test_scenario_versions_are_checked() -> None:
+    dom = DOMAINS["bank"]
+    with pytest.raises(ValueError, match="held-out scenarios must be in every workload version"):
+        scenario(dom, "never_registered", heldout=True, since=2)
+    with pytest.raises(ValueError, match=r"since=0, expected a workload version in \(1, 2\)"):
+        scenario(dom, "never_registered", since=0)

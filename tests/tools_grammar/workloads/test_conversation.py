@@ -144,6 +144,8 @@ def test_later_workloads_add_train_goals_and_keep_the_heldout_ones() -> None:
     assert _digest(held) == "a43452d33979736f"                   # the same held-out turns
     train = generate_conversations(300, seed=9, split="train", workload=2)
     assert {c.scenario for c in train} & {s.name for s in added}
+    # run 14's seed-10 completions (workload 2) rebuild only against these prompts
+    assert _digest(generate_conversations(300, seed=10, split="train", workload=2)) == "72df3bc7018f061e"
     with pytest.raises(ValueError, match=r"workload: expected a version in \(1, 2\), got 3"):
         scenarios_for("train", 3)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from turnspec.tools_grammar.schema import validate_arguments
@@ -25,6 +25,11 @@ STREETS = ("Oak Street", "Maple Avenue", "Elm Drive", "Harbor Road", "Pine Lane"
 CITIES = ("Springfield", "Riverside", "Fairview", "Greenville", "Madison", "Franklin", "Clinton", "Salem")
 _SPACES = re.compile(r"\s+")
 _CALL_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def days_after(iso: str, days: int) -> str:
+    """The ISO date `days` after `iso` (before it for negative days)."""
+    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
 class Dialogue:

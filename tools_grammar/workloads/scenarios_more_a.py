@@ -10,11 +10,11 @@ request_prescription_refill, track_refund) stay out.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 
 from turnspec.tools_grammar.workloads import spoken
 from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import FIRST_NAMES, LAST_NAMES, Dialogue
+from turnspec.tools_grammar.workloads.dialogue import FIRST_NAMES, LAST_NAMES, Dialogue, days_after
 from turnspec.tools_grammar.workloads.domains_care import CLINIC, DOCTORS
 from turnspec.tools_grammar.workloads.domains_commerce import ITEMS, SHOP
 from turnspec.tools_grammar.workloads.domains_hospitality import AIRLINE, _flight
@@ -23,10 +23,6 @@ from turnspec.tools_grammar.workloads.spoken import Said
 
 ROUTES = ("SFO to JFK", "ORD to LAX", "SEA to DEN", "BOS to MIA", "ATL to SEA", "DFW to PHX")
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-
-
-def _later(iso: str, days: int) -> str:
-    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
 def _doctor(name: str) -> str:
@@ -93,7 +89,7 @@ def delay_then_move(d: Dialogue) -> None:
     gap, when = d.pick(1, 2), d.pick("morning", "afternoon", "evening")
     d.user(f"{'the next day' if gap == 1 else 'two days later'}, in the {when}",
            f"um, {'the day after' if gap == 1 else 'two days after that'}, {when} please")
-    new_day = _later(day.value, gap)
+    new_day = days_after(day.value, gap)
     fare = 0 if r["status"] == "cancelled" else d.pick(0, 45.0, 89.5)
     moved = d.call("change_flight", {"confirmation_code": code.value, "new_date": new_day, "time_of_day": when},
                    {"status": "changed", "departure": {"morning": "07:40", "afternoon": "14:05", "evening": "19:20"}[when],
@@ -161,7 +157,7 @@ def no_slots_then_book(d: Dialogue) -> None:
           "or someone else that day. Which would you prefer?")
     slots = sorted({d.clock(8, 16).value for _ in range(3)})
     if d.chance(0.5):
-        when, who = _later(day.value, 1), doctor
+        when, who = days_after(day.value, 1), doctor
         d.user(f"let's try the next day with {_doctor(doctor)}", "the next day is fine", filler=0.3)
         d.call("find_appointment_slots", {"date": when, "visit_type": visit, "provider": doctor}, {"slots": slots, "provider": doctor})
     else:
@@ -219,7 +215,7 @@ def order_not_found_recheck(d: Dialogue) -> None:
     items = d.rng.sample(ITEMS, 2)
     r = d.call("get_order_status", {"order_number": order.value},
                {"status": "in_transit", "items": items, "carrier": d.pick("UPS", "FedEx", "USPS"),
-                "shipped_on": _later(d.today.isoformat(), -d.rng.randint(1, 3)), "eta": d.day(6).value})
+                "shipped_on": days_after(d.today.isoformat(), -d.rng.randint(1, 3)), "eta": d.day(6).value})
     d.say(f"Found it. Your {r['items'][0]} and {r['items'][1]} shipped {d.date_words(r['shipped_on'])} with "
           f"{r['carrier']} and should arrive {d.date_words(r['eta'])}.")
 
@@ -232,7 +228,7 @@ def return_two_items(d: Dialogue) -> None:
     a, b = d.rng.sample([i for i in ITEMS if not i.endswith("s")], 2)
     prices = [d.money(20, 90).value, d.money(20, 90).value]
     r = d.call("get_order_status", {"order_number": order.value},
-               {"status": "delivered", "delivered_on": _later(d.today.isoformat(), -d.rng.randint(1, 9)),
+               {"status": "delivered", "delivered_on": days_after(d.today.isoformat(), -d.rng.randint(1, 9)),
                 "items": [{"item": a, "price": prices[0]}, {"item": b, "price": prices[1]}], "return_window_days": 30})
     d.say(f"I see it was delivered {d.date_words(r['delivered_on'])}, with {_an(a)} and {_an(b)}. What's the problem?")
     reason, why = d.pick(("not_as_described", "looks nothing like the picture"), ("changed_mind", "isn't what I need after all"))

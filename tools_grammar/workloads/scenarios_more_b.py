@@ -10,10 +10,8 @@ set_up_payment_plan) stay out.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-
 from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
+from turnspec.tools_grammar.workloads.dialogue import Dialogue, days_after
 from turnspec.tools_grammar.workloads.domains_care import TELECOM
 from turnspec.tools_grammar.workloads.domains_commerce import PLACES, RIDES
 from turnspec.tools_grammar.workloads.domains_hospitality import RESTAURANT
@@ -22,10 +20,6 @@ from turnspec.tools_grammar.workloads.domains_money import UTILITIES
 PRICES = {"margherita pizza": 16.0, "spaghetti carbonara": 18.5, "chicken parmesan": 21.0, "caesar salad": 11.5,
           "garlic bread": 6.0, "mushroom risotto": 19.0, "tiramisu": 8.5, "pork dumplings": 9.5}
 PLAN_PRICES = {"basic": 35.0, "unlimited": 65.0, "unlimited_plus": 85.0, "family": 140.0}
-
-
-def _later(iso: str, days: int) -> str:
-    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
 def _dishes(d: Dialogue, items: list[dict]) -> str:
@@ -177,7 +171,7 @@ def technician_date_full(d: Dialogue) -> None:
            {"signal": "none", "fault": "modem_offline", "needs_visit": True})
     d.say("Your modem isn't responding to our test, so a technician needs to come out. What's your ZIP code, and which day?")
     d.user(f"{zip_code}. {day} in the {window}", f"zip is {zip_code}, and {day}, {window} if possible")
-    later = _later(day.value, d.pick(1, 2, 3))
+    later = days_after(day.value, d.pick(1, 2, 3))
     d.call("schedule_technician", {"zip_code": zip_code.value, "date": day.value, "window": window},
            {"status": "unavailable", "next_open": later, "windows": [window]})
     d.say(f"{d.date_words(day.value)} is full in your area. The next opening is {d.date_words(later)} in the {window}. "

@@ -9,20 +9,16 @@ plan. Only tools that train scenarios already call (never request_prescription_r
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 
 from turnspec.tools_grammar.workloads import spoken
 from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import FIRST_NAMES, Dialogue
+from turnspec.tools_grammar.workloads.dialogue import FIRST_NAMES, Dialogue, days_after
 from turnspec.tools_grammar.workloads.domains_care import CLINIC, DOCTORS, PLANS, TELECOM
 from turnspec.tools_grammar.workloads.scenarios_more_b import PLAN_PRICES
 from turnspec.tools_grammar.workloads.spoken import Said
 
 KINDS = {"checkup": "checkup", "sick_visit": "sick visit", "follow_up": "follow up", "vaccination": "vaccination"}
-
-
-def _later(iso: str, days: int) -> str:
-    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
 def _doctor(name: str) -> str:
@@ -74,7 +70,7 @@ def check_then_reschedule(d: Dialogue) -> None:
     slot, name, dob = d.pick(*slots), d.person(), d.birthday()
     d.user(f"yes, {_heard(d, slot)}. I'm {name}, born {dob}", f"let's do {_heard(d, slot)}. name is {name}, date of birth {dob}")
     off = d.pick(-2, -1, 1, 3, 5)
-    old = _later(day.value, off if _later(day.value, off) > d.today.isoformat() else -off)
+    old = days_after(day.value, off if days_after(day.value, off) > d.today.isoformat() else -off)
     m = d.call("reschedule_appointment", {"patient_name": name.value, "date_of_birth": dob.value, "new_date": day.value,
                                           "new_time": slot}, {"status": "rescheduled", "previous_date": old, "provider": doctor})
     d.say(f"Done, I moved your visit from {d.date_words(m['previous_date'])} to {d.date_words(day.value)} at "
@@ -88,7 +84,7 @@ def cancel_wrong_date_retry(d: Dialogue) -> None:
     """A cancel on the wrong day finds nothing; the agent reads the real appointment from the
     result, cancels that one, and the caller declines to rebook."""
     name, dob, wrong = d.person(), d.birthday(), d.day(14)
-    real, visit, time = _later(wrong.value, d.pick(1, 2, 7)), d.pick(*KINDS), d.clock(8, 16)
+    real, visit, time = days_after(wrong.value, d.pick(1, 2, 7)), d.pick(*KINDS), d.clock(8, 16)
     d.user(f"I need to cancel my appointment {wrong}. it's {name}, born {dob}",
            f"please cancel my visit {wrong}, name {name}, birthday {dob}")
     args = {"patient_name": name.value, "date_of_birth": dob.value}

@@ -9,20 +9,15 @@ tonight. Only tools the version 1 train scenarios call (add_checked_bag, modify_
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
 
 from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
+from turnspec.tools_grammar.workloads.dialogue import Dialogue, days_after
 from turnspec.tools_grammar.workloads.domains_hospitality import AIRLINE, RESTAURANT, _flight
 from turnspec.tools_grammar.workloads.scenarios_more_a import ROUTES
 from turnspec.tools_grammar.workloads.scenarios_more_b import PRICES
 from turnspec.tools_grammar.workloads.spoken import Said
 
 PLACE = {"indoor": "inside", "patio": "on the patio", "bar": "at the bar"}
-
-
-def _later(iso: str, days: int) -> str:
-    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
 def _plus(hhmm: str, minutes: int) -> str:
@@ -102,7 +97,7 @@ def connection_check(d: Dialogue) -> None:
         d.user("no thanks, I'll run for it", "nah, I'll take my chances", "no, I really need to get there that day")
         d.say(f"Understood. When you land at gate {_seat(d, a['arrival_gate'])}, go straight to gate {_seat(d, b['gate'])}. Good luck!")
         return
-    code, new_day = d.code(6), _later(day.value, 1)
+    code, new_day = d.code(6), days_after(day.value, 1)
     d.user(f"yes, please. my confirmation code is {code}", f"okay, do that. the code is {code}", filler=0.3)
     r = d.call("change_flight", {"confirmation_code": code.value, "new_date": new_day, "time_of_day": "morning"},
                {"status": "changed", "departure": d.pick("07:05", "08:20", "09:45"), "fare_difference": 0})
@@ -252,7 +247,7 @@ def takeout_sold_out(d: Dialogue) -> None:
 def two_nights_compare(d: Dialogue) -> None:
     """A flexible caller: two availability checks for two nights, the first full, then a booking."""
     party, day, time = d.count(2, 8, "people"), d.day(12), d.clock(18, 20)
-    night2 = _later(day.value, 1)
+    night2 = days_after(day.value, 1)
     d.user(f"we're {party}, looking for dinner around {time}, {day} or the night after. whichever has room",
            f"do you have a table for {party} {day} at {time}? if not, the next night works too")
     for when in (day.value, night2):

@@ -11,11 +11,11 @@ set_up_payment_plan, which stay reserved for held-out goals).
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 
 from turnspec.tools_grammar.workloads import spoken
 from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
+from turnspec.tools_grammar.workloads.dialogue import Dialogue, days_after
 from turnspec.tools_grammar.workloads.domains_money import BANK, UTILITIES, _verify
 from turnspec.tools_grammar.workloads.spoken import Said
 
@@ -26,10 +26,6 @@ NOUN = {"electric": "power", "water": "water", "gas": "gas"}
 
 def _ago(d: Dialogue, days: int) -> str:
     return (d.today - timedelta(days=days)).isoformat()
-
-
-def _later(iso: str, days: int) -> str:
-    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
 def _pct(rate: float) -> str:
@@ -73,7 +69,7 @@ def paycheck_arrived(d: Dialogue) -> None:
     deposit = {"merchant": f"Direct deposit {employer}", "amount": pay.value, "date": _ago(d, d.rng.randint(0, 1)),
                "type": "deposit", "status": state}
     if state == "pending":
-        deposit["available_on"] = _later(d.today.isoformat(), 1)
+        deposit["available_on"] = days_after(d.today.isoformat(), 1)
     r = d.call("list_transactions", {"account": "checking", "days": days},
                {"transactions": _shops(d, 2, days - 1) + ([deposit] if state != "none" else [])})
     if state == "none":
@@ -131,7 +127,7 @@ def pending_double_charge(d: Dialogue) -> None:
     when, dupe = _ago(d, d.rng.randint(0, 3)), d.chance(0.35)
     second = {"merchant": merchant, "amount": amount.value, "date": when, "status": "posted" if dupe else "pending"}
     if not dupe:
-        second["drops_off_by"] = _later(when, d.pick(3, 5))
+        second["drops_off_by"] = days_after(when, d.pick(3, 5))
     r = d.call("list_transactions", {"account": "checking", "days": d.pick(7, 10, 14)},
                {"transactions": [{"merchant": merchant, "amount": amount.value, "date": when, "status": "posted"}, second,
                                  *_shops(d, 1, 6)]})
@@ -270,7 +266,7 @@ def start_date_unavailable(d: Dialogue) -> None:
     d.user(f"{address}, and {day}", f"it's {address}. I'd like it to start {day}", f"{address}, starting {day} if possible")
     args = {"address": address.value, "start_date": day.value, "service": service}
     reason = "technician_visit_required" if service == "gas" else "fully_booked"
-    r = d.call("start_service", args, {"status": "unavailable", "reason": reason, "earliest_date": _later(day.value, d.pick(2, 3, 4))})
+    r = d.call("start_service", args, {"status": "unavailable", "reason": reason, "earliest_date": days_after(day.value, d.pick(2, 3, 4))})
     why = "gas needs a technician visit to turn on" if reason == "technician_visit_required" else "we're fully booked that day"
     d.say(f"I'm sorry, {d.date_words(day.value)} isn't available because {why}. The earliest date is "
           f"{d.date_words(r['earliest_date'])}. Would that work, or is there another day you'd like?")
@@ -278,7 +274,7 @@ def start_date_unavailable(d: Dialogue) -> None:
     if d.chance(0.5):
         d.user("okay, the earliest one then", "fine, I'll take that", filler=0.3)
     else:
-        when = _later(when, d.pick(1, 2, 3))
+        when = days_after(when, d.pick(1, 2, 3))
         d.user(f"hmm, I'm working then. how about {spoken.spoken_date(when).lower()}?", f"can we do {spoken.spoken_date(when).lower()} instead?")
     s = d.call("start_service", {**args, "start_date": when}, {"status": "scheduled", "order": d.code(6).value, "deposit": d.pick(0, 0, 75)})
     extra = f" A deposit of {d.money_words(s['deposit'])} will be on your first bill." if s["deposit"] else ""

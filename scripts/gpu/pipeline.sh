@@ -25,7 +25,12 @@ WL=${WORKLOAD:-2}
 # GENERIC=0 skips the generic-only comparison drafter (it halves the main run's steps/s when it
 # shares the GPU); a session that only continues the main drafter keeps the earlier comparison.
 GEN=${GENERIC:-1}
+# BULK_DIR (set by stage_c.sh with BULK=1): where scripts/gpu/bulk.sh's files were unpacked,
+# the committed drafter and completions that did not travel with the tree.
+DATA=${BULK_DIR:+$BULK_DIR/}models/data/smollm2-dflash
+PREV=${BULK_DIR:+$BULK_DIR/models/assets/smollm2-dflash}; PREV=${PREV:-default}
 # INIT_FROM=default continues the committed drafter (fresh optimizer) instead of starting over.
+[ "${INIT_FROM:-}" = default ] && INIT_FROM=$PREV
 init=${INIT_FROM:+--init-from $INIT_FROM}
 # SOFT=w trains a second drafter beside the main one, same data, init and budget, with the loss
 # (1-w) CE + w CE on the target's top-k distribution (speculator/soft_labels.py): an A/B in one
@@ -54,7 +59,7 @@ if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # into samples on the CPU while the GPU answers this session's prompts.
 # (and those committed under models/data/, which travel with the tree: .gpu-carry/ does not
 # survive a new checkout, and the tenth session found the seed 3-6 completions gone).
-j=0; for r in models/data/smollm2-dflash/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
+j=0; for r in $DATA/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
   ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
@@ -107,15 +112,15 @@ open("runs/bench-heldout.jsonl", "w").writelines(
 PY
 fi
 common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
-# ALLOC_CONF: the training processes' PYTORCH_CUDA_ALLOC_CONF. Runs 12 and 13 trained ~25%
-# slower for their first ~800 steps, a guess is the caching allocator meeting new shapes (the
-# packed batches vary); expandable segments (run 14 on) grow blocks in place instead.
-export PYTORCH_CUDA_ALLOC_CONF=${ALLOC_CONF:-expandable_segments:True}
+# The GPU's clocks, power and utilisation every 5 s while the drafters train: runs 12-14 ran
+# their first ~800 steps ~25% slower, with every phase of a logged step ~2x slower together at
+# times; expandable segments (run 14) did not change it, so look at the device next.
+[ "$DEV" = cuda ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used --format=csv -l 5 > runs/out/gpu-during-train.csv 2>&1 & echo $! > runs/smi.pid; disown $!; }  # not in `wait`
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
-unset PYTORCH_CUDA_ALLOC_CONF
+[ -f runs/smi.pid ] && kill "$(cat runs/smi.pid)" 2>/dev/null
 repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --feed F --shard I/$NS (I = 0..$((NS - 1)) in parallel, P, X and F = shard I's of [${PF[*]}], [${SPX[*]}] and [${FD[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
@@ -133,20 +138,25 @@ send_drafter() {
 # out of device time still brings a drafter back.
 send_drafter $D main
 cp runs/dflash-smollm2/train.log runs/out/train-main.log
+cp runs/dflash-data/meta.json runs/out/datagen-meta.json; cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json
 [ "$SOFT" != 0 ] && cp runs/dflash-soft/train.log runs/out/train-soft.log
 touch runs/drafter.done
 # eval_prev DRAFTER TAG: B=16 tau on the earlier sessions' held-out turns (committed under
 # models/data/, or carried in .gpu-carry/prev-heldout/ by call B2): the turns earlier drafters
 # were scored on, whatever the workload generator does today (the samples hold their token ids).
 eval_prev() {
-  for h in models/data/smollm2-dflash/heldout-seed*.jsonl.xz .gpu-carry/prev-heldout/*.jsonl.gz; do
+  for h in $DATA/heldout-seed*.jsonl.xz .gpu-carry/prev-heldout/*.jsonl.gz; do
     [ -f "$h" ] || continue; n=$(basename "$h"); n=${n%%.jsonl.*}
     ts speculator eval --data "$h" --drafter $1 --device $DEV --block-size 16 --json runs/out/tau_$2_$n.json
   done
 }
 # Most important first (a call that runs out of time still brings back the earlier ones): the
-# new drafter at B=16 on this run's held-out turns, then on the earlier sessions'.
+# new drafter at B=16 on this run's held-out turns, the committed drafter (the warm start's
+# source) on the same turns, the before/after in one run (run 14 ran out of device time just
+# before it when it came last), then the earlier sessions' turns. (The committed drafter's tau
+# on the earlier sessions' turns was measured in the run that made it: its card.)
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device $DEV --block-size 16 --with-train --json runs/out/tau_main_b16.json
+ts speculator eval --data runs/eval-data.jsonl --drafter $PREV --device $DEV --block-size 16 --json runs/out/tau_prev_b16.json
 if [ "$SOFT" != 0 ]; then
   ts speculator eval --data runs/eval-data.jsonl --drafter $S --device $DEV --block-size 16 --with-train --json runs/out/tau_soft_b16.json
   # the arm with the higher held-out tool tau (same 512 turns) is the one that comes back
@@ -157,11 +167,7 @@ fi
 eval_prev $D main
 [ "$GEN" = 1 ] && ts speculator eval --data runs/eval-data.jsonl --drafter $G --device $DEV --block-size 16 --json runs/out/tau_generic_b16.json
 ts speculator eval --data runs/eval-data.jsonl --drafter $D --device $DEV --block-size 8 --json runs/out/tau_main_b8.json
-# The committed drafter (the warm start's source) on this run's turns: before/after in one run.
-# (Its tau on the earlier sessions' turns was measured in the run that made it: its card.)
-ts speculator eval --data runs/eval-data.jsonl --drafter default --device $DEV --block-size 16 --json runs/out/tau_prev_b16.json
-cp runs/dflash-data/meta.json runs/out/datagen-meta.json; cat runs/pack.out
-cp runs/dflash-smollm2/metrics.json runs/out/metrics-main.json; cp runs/dflash-smollm2/train.log runs/out/train-main.log
+cat runs/pack.out
 [ "$GEN" = 1 ] && cp runs/dflash-generic/metrics.json runs/out/metrics-generic.json && cp runs/dflash-generic/train.log runs/out/train-generic.log
 [ "$SOFT" != 0 ] && cp runs/dflash-soft/metrics.json runs/out/metrics-soft.json && cp runs/dflash-soft/train.log runs/out/train-soft.log
 cp runs/bench-heldout.jsonl runs/out/

@@ -60,6 +60,10 @@ class Dialogue:
     def day(self, within: int = 21) -> Said:
         return spoken.day(self.rng, self.today, within)
 
+    def days_ago(self, days: int) -> str:
+        """The ISO date `days` before the call's date (a past order, payment or charge)."""
+        return (self.today - timedelta(days=days)).isoformat()
+
     def money(self, low: int, high: int, cents: bool = True) -> Said:
         return spoken.money(self.rng, low, high, cents)
 

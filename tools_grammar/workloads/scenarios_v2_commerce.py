@@ -9,8 +9,6 @@ goals (track_refund, report_lost_item) stay out.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from turnspec.tools_grammar.workloads.catalog import scenario
 from turnspec.tools_grammar.workloads.dialogue import CITIES, Dialogue
 from turnspec.tools_grammar.workloads.domains_commerce import ITEMS, PLACES, RIDES, SHOP
@@ -20,10 +18,6 @@ CARS = ("gray Toyota Camry", "black Honda Accord", "white Tesla Model 3", "blue 
 SINGLE = tuple(i for i in ITEMS if not i.endswith("s"))  # "it arrived broken" reads right
 XL_CARS = ("black Chevy Suburban", "white Honda Odyssey", "gray Toyota Sienna")
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-
-
-def _ago(d: Dialogue, days: int) -> str:
-    return (d.today - timedelta(days=days)).isoformat()
 
 
 def _first(d: Dialogue) -> str:
@@ -112,7 +106,7 @@ def cancel_too_late_then_track(d: Dialogue) -> None:
     d.user(f"can you cancel order {order}? I found the {item} cheaper somewhere else",
            f"I want to cancel my {item}, order {order}. I don't need it anymore")
     r = d.call("cancel_order", {"order_number": order.value},
-               {"status": "already_shipped", "shipped_on": _ago(d, d.rng.randint(1, 2)), "free_return_days": 30})
+               {"status": "already_shipped", "shipped_on": d.days_ago(d.rng.randint(1, 2)), "free_return_days": 30})
     d.say(f"I'm sorry, it shipped {d.date_words(r['shipped_on'])}, so I can't cancel it now. Once it arrives you "
           f"can return it free within {d.words(r['free_return_days'])} days.")
     d.user("ugh, okay. so when is it supposed to get here?", "fine. when will it show up then?")
@@ -138,10 +132,10 @@ def return_window_check(d: Dialogue) -> None:
     d.user(f"am I still able to return the {item} from order {order}?",
            f"is it too late to send back a {item}? it's order {order}", f"how long do I have to return order {order}?")
     ago, price = d.pick(4, 9, 16, 24, 38), d.money(25, 140).value
-    delivered = _ago(d, ago)
+    delivered = d.days_ago(ago)
     r = d.call("get_order_status", {"order_number": order.value},
                {"status": "delivered", "delivered_on": delivered, "items": [{"item": item, "price": price}],
-                "return_window_days": 30, "return_by": _ago(d, ago - 30)})
+                "return_window_days": 30, "return_by": d.days_ago(ago - 30)})
     if ago > 30:
         d.say(f"I'm sorry, it was delivered {d.date_words(delivered)} and the return window closed "
               f"{d.date_words(r['return_by'])}, so I can't start a return on it.")
@@ -175,7 +169,7 @@ def damaged_wants_replacement(d: Dialogue) -> None:
            f"I got order {order} and the {item} is damaged. I'd like a replacement")
     stock = d.chance(0.5)
     r = d.call("get_order_status", {"order_number": order.value},
-               {"status": "delivered", "delivered_on": _ago(d, d.rng.randint(1, 4)),
+               {"status": "delivered", "delivered_on": d.days_ago(d.rng.randint(1, 4)),
                 "items": [{"item": item, "price": d.money(30, 160).value, "in_stock": stock}]})
     price = r["items"][0]["price"]
     d.say(f"I'm sorry to hear that. I see the {item} was delivered {d.date_words(r['delivered_on'])}. I can't send "

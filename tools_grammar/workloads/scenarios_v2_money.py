@@ -24,17 +24,13 @@ SHOPS = ("Corner Market", "Shell", "Netflix", "City Parking", "Blue Bottle Coffe
 NOUN = {"electric": "power", "water": "water", "gas": "gas"}
 
 
-def _ago(d: Dialogue, days: int) -> str:
-    return (d.today - timedelta(days=days)).isoformat()
-
-
 def _pct(rate: float) -> str:
     whole, _, frac = f"{rate:g}".partition(".")
     return spoken.words(int(whole)) + (" point " + " ".join(spoken.words(int(c)) for c in frac) if frac else "") + " percent"
 
 
 def _shops(d: Dialogue, n: int, within: int) -> list[dict]:
-    return [{"merchant": s, "amount": d.money(3, 90).value, "date": _ago(d, d.rng.randint(0, within)), "type": "purchase"}
+    return [{"merchant": s, "amount": d.money(3, 90).value, "date": d.days_ago(d.rng.randint(0, within)), "type": "purchase"}
             for s in d.rng.sample(SHOPS, n)]
 
 
@@ -66,7 +62,7 @@ def paycheck_arrived(d: Dialogue) -> None:
            "did my pay get deposited to my checking account? it's usually there by now")
     _verify_retry(d)
     pay, state = d.money(600, 3200), d.pick("posted", "posted", "pending", "none")
-    deposit = {"merchant": f"Direct deposit {employer}", "amount": pay.value, "date": _ago(d, d.rng.randint(0, 1)),
+    deposit = {"merchant": f"Direct deposit {employer}", "amount": pay.value, "date": d.days_ago(d.rng.randint(0, 1)),
                "type": "deposit", "status": state}
     if state == "pending":
         deposit["available_on"] = days_after(d.today.isoformat(), 1)
@@ -124,7 +120,7 @@ def pending_double_charge(d: Dialogue) -> None:
     d.user(f"I think {merchant} charged me twice, {amount} both times", f"there are two {merchant} charges on my checking, can you look?",
            f"why do I have a double charge from {merchant}? it's {amount}")
     _verify(d)
-    when, dupe = _ago(d, d.rng.randint(0, 3)), d.chance(0.35)
+    when, dupe = d.days_ago(d.rng.randint(0, 3)), d.chance(0.35)
     second = {"merchant": merchant, "amount": amount.value, "date": when, "status": "posted" if dupe else "pending"}
     if not dupe:
         second["drops_off_by"] = days_after(when, d.pick(3, 5))
@@ -179,7 +175,7 @@ def find_older_charge(d: Dialogue) -> None:
     d.say(f"Thanks, you're verified. I don't see {merchant} in the last thirty days, only {seen[0]['merchant']} and "
           f"{seen[1]['merchant']}. Would you like me to look back ninety days?")
     d.user("yes, go back as far as you can", "sure, check the last three months", "yeah please", filler=0.3)
-    charge = {"merchant": merchant, "amount": d.money(10, 140).value, "date": _ago(d, d.rng.randint(35, 85)), "type": "purchase"}
+    charge = {"merchant": merchant, "amount": d.money(10, 140).value, "date": d.days_ago(d.rng.randint(35, 85)), "type": "purchase"}
     r = d.call("list_transactions", {"account": "checking", "days": 90}, {"transactions": [charge, *_shops(d, 1, 89)]})
     c = r["transactions"][0]
     d.say(f"Found it: {merchant} charged {d.money_words(c['amount'])} on {d.date_words(c['date'])}. "

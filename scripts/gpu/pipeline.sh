@@ -59,8 +59,14 @@ if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # into samples on the CPU while the GPU answers this session's prompts.
 # (and those committed under models/data/, which travel with the tree: .gpu-carry/ does not
 # survive a new checkout, and the tenth session found the seed 3-6 completions gone).
-j=0; for r in $DATA/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
-  ts speculator unpack-responses --responses "$r" --out runs/prev-$j > runs/unpack-$j.out 2>&1 &
+# CARRIED=0 trains on this session's completions only: run 15's first try rebuilt four seeds
+# beside datagen and they were not done 300 s after the GPU had finished (16 cores for six
+# datagen processes and four rebuilds), with the GPU idle meanwhile.
+j=0; [ "${CARRIED:-1}" = 0 ] ||
+for r in $DATA/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
+  # each rebuild logs when it ends: run 15's first try could not tell how long they took
+  { ts speculator unpack-responses --responses "$r" --out runs/prev-$j; echo "ended at ${SECONDS}s"; } \
+    > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
   ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --speculator "${SPX[i % ${#SPX[@]}]}" --feed "${FD[i % ${#FD[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
@@ -83,7 +89,7 @@ PY
    > runs/pack.out 2>&1 && mv runs/responses-seed$SEED.jsonl.xz runs/out/) &
 # The training data: this session's plus the carried completions, in a folder of its own (the
 # pack above reads runs/dflash-data meanwhile).
-tail -n 1 runs/unpack-*.out 2>/dev/null
+tail -n 2 runs/unpack-*.out 2>/dev/null
 mkdir -p runs/dflash-train && cp runs/dflash-data/meta.json runs/dflash-train/
 cat runs/dflash-data/samples.jsonl runs/prev-*/samples.jsonl > runs/dflash-train/samples.jsonl 2>/dev/null
 # The eval and bench sets, built while the GPU trains too (run 12: 39 s when it ran first).

@@ -21,6 +21,9 @@ sync_out() {
 while [ ! -f "$marker" ] && [ $(( $(date +%s) - t0 )) -lt "${1:-520}" ]; do sync_out; sleep 10; done
 sync_out
 grep -v '^\s*$' runs/pipeline.log | tail -n 40
+# the datagen shards and the carried-seed rebuilds, one line each: where the pipeline waits
+# (run 15's first try spent a separate call on this, then lost the machine to a pause)
+for f in runs/datagen-s*.out runs/unpack-*.out; do [ -f "$f" ] && echo "$f: $(tail -n 1 "$f" | cut -c1-200)"; done
 for f in runs/train-main.out runs/train-soft.out runs/train-generic.out; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -v '^\s*$' | tail -n 3; done
 tar tzvf "$OUT"/out.tgz 2>/dev/null | awk '{print $3, $6}'; ls -la "$OUT"
 [ -f "$marker" ] || echo "still running: no $marker yet"

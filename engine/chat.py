@@ -14,7 +14,9 @@ turn N-1 even where re-tokenizing the reply would have split tokens differently.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +88,52 @@ class ChatTemplate:
 
     def render_many(self, convs: Sequence[tuple[list[dict], list[ToolSpec] | None]]) -> list[list[int]]:
         """`render` of many (messages, tools) at once: the same ids, tokenized in one batch call
-        (the Rust tokenizer spreads a batch over threads; datagen renders ~28k prompts a shard)."""
+        (the Rust tokenizer spreads a batch over threads; datagen renders ~28k prompts a shard,
+        a rebuild of carried completions ~100k)."""
         if not convs:
             return []
         texts = [self.render_text(messages, tools) for messages, tools in convs]
-        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        if self._pieces is None:
+            return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return self._encode_by_piece(texts)
+
+    @cached_property
+    def _pieces(self) -> tuple[re.Pattern, dict[str, int]] | None:
+        """(added-token splitter, their ids) when every stretch of text between added tokens
+        tokenizes alone exactly as inside the whole text: the tokenizer splits added tokens out
+        first, and with no normalizer and no lstrip/rstrip/single-word token, nothing crosses
+        a split (SmolLM2, Qwen). None: tokenize whole texts."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is None or backend.normalizer is not None:
+            return None
+        added = backend.get_added_tokens_decoder()
+        if not added or any(t.lstrip or t.rstrip or t.single_word or t.normalized
+                            for t in added.values()):
+            return None
+        ids = {t.content: i for i, t in added.items()}
+        # longest first: at each position the alternation takes the longest token, as the
+        # tokenizer's leftmost-longest match does
+        split = re.compile("(" + "|".join(re.escape(c) for c in sorted(ids, key=len, reverse=True)) + ")")
+        return split, ids
+
+    def _encode_by_piece(self, texts: list[str]) -> list[list[int]]:
+        """Tokenize each distinct stretch once: a call's ~1,000-token system prompt with its tools
+        opens every turn's prompt, and each turn repeats the turns before it."""
+        split, added = self._pieces
+        parts = [split.split(text) for text in texts]   # text, token, text, token, ..., text
+        new = list({p for ps in parts for p in ps[::2] if p})
+        encoded = self.tokenizer.backend_tokenizer.encode_batch(new, add_special_tokens=False)
+        ids_of = {p: e.ids for p, e in zip(new, encoded, strict=True)}
+        out = []
+        for ps in parts:
+            ids: list[int] = []
+            for i, p in enumerate(ps):
+                if i % 2:
+                    ids.append(added[p])
+                elif p:
+                    ids.extend(ids_of[p])
+            out.append(ids)
+        return out
 
     def render_continuation(self, history_ids: list[int], messages: list[dict],
                             tools: list[ToolSpec] | None = None) -> list[int]:

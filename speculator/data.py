@@ -48,9 +48,12 @@ class Sample:
         return len(self.loss_mask)
 
     def to_json(self) -> str:
-        return json.dumps({"id": self.id, "split": self.split, "source": self.source,
-                           "input_ids": list(self.input_ids),
-                           "loss_mask": list(self.loss_mask)}, separators=(",", ":"))
+        # json.dumps(..., separators=(",", ":")) of the same dict, byte for byte, with the two
+        # int lists joined directly (~2x faster; datagen and rebuilds write ~100k samples a seed)
+        return (f'{{"id":{json.dumps(self.id)},"split":{json.dumps(self.split)},'
+                f'"source":{json.dumps(self.source)},'
+                f'"input_ids":[{",".join(map(str, self.input_ids))}],'
+                f'"loss_mask":[{",".join(map(str, self.loss_mask))}]}}')
 
     @classmethod
     def from_json(cls, line: str) -> Sample:

@@ -28,7 +28,9 @@ BUILD_DEFAULTS = {"dictation_frac": 0.0, "synthetic_conversations": 0, "syntheti
 
 
 def prompt_hash(ids: tuple[int, ...]) -> str:
-    return hashlib.sha256(json.dumps(list(ids)).encode()).hexdigest()[:16]
+    # the bytes of json.dumps(list(ids)), which the committed packs were hashed with, built
+    # ~3x faster (a rebuild hashes ~100k prompts of ~1,000 ids)
+    return hashlib.sha256(("[" + ", ".join(map(str, ids)) + "]").encode()).hexdigest()[:16]
 
 
 def pack_responses(data: str | Path, out_file: str | Path) -> dict:

@@ -257,6 +257,12 @@ class _Run:
         dt, steps = now - window[0], max(1, st["step"] - window[2])
         m.update(step=st["step"], lr=round(lr, 7), elapsed_s=round(st["elapsed_s"], 1),
                  tokens_per_s=round(window[1] / dt), steps_per_s=round(steps / dt, 2))
+        if self.amp:
+            # runs 12-15 started slow while the GPU's memory in use swung 52-136 GB: the caching
+            # allocator freeing everything and retrying at the cap would show here
+            mem = torch.cuda.memory_stats(self.device)
+            m.update(alloc_retries=mem.get("num_alloc_retries", 0),
+                     reserved_gb=round(mem.get("reserved_bytes.all.current", 0) / 2**30, 1))
         window[:] = [now, 0, st["step"]]
         budget = self.cfg.time_budget_s
         if budget and steps_this_run >= 10:

@@ -19,6 +19,12 @@ def test_render_many_equals_render(smollm2_dir):
     convs = [(t.messages, parse_tools(t.tools) or None) for t in turns]
     convs.append(([{"role": "user", "content": "héllo — ünïcode, emoji 🎙️ and  double  spaces"}],
                   None))
+    # added tokens typed inside the text, back to back, at the ends and next to spaces
+    convs.append(([{"role": "user", "content": "<|im_end|><|im_start|> a<empty_output>b "
+                                               " <|endoftext|>\n<file_sep><filename>x"}], None))
+    convs.append(([{"role": "user", "content": "<|im_start|>"}], None))
     assert len(convs) > 20 and any(tools for _, tools in convs)
+    # SmolLM2 takes the piecewise path (each stretch between added tokens tokenized once)
+    assert chat._pieces is not None
     assert chat.render_many(convs) == [chat.render(m, t) for m, t in convs]
     assert chat.render_many([]) == []

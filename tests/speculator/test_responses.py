@@ -126,3 +126,12 @@ def test_a_pack_from_before_workload_versions_rebuilds_with_workload_one(tmp_pat
     for packed in ("r.jsonl.gz", "old.jsonl.gz"):
         unpack_responses(tmp_path / packed, chat.render_many, tmp_path / packed.split(".")[0])
         assert read_samples(tmp_path / packed.split(".")[0]) == read_samples(tmp_path / "data")
+
+
+def test_prompt_hash_is_the_hash_the_committed_packs_were_written_with():
+    import hashlib
+
+    from turnspec.speculator.responses import prompt_hash
+
+    for ids in ((), (7,), (1, 49151, 0, 16, 2) * 50):
+        assert prompt_hash(ids) == hashlib.sha256(json.dumps(list(ids)).encode()).hexdigest()[:16]

@@ -89,7 +89,7 @@ PY
    > runs/pack.out 2>&1 && mv runs/responses-seed$SEED.jsonl.xz runs/out/) &
 # The training data: this session's plus the carried completions, in a folder of its own (the
 # pack above reads runs/dflash-data meanwhile).
-tail -n 2 runs/unpack-*.out 2>/dev/null
+tail -n 3 runs/unpack-*.out 2>/dev/null  # samples, then the end time (and its trace)
 mkdir -p runs/dflash-train && cp runs/dflash-data/meta.json runs/dflash-train/
 cat runs/dflash-data/samples.jsonl runs/prev-*/samples.jsonl > runs/dflash-train/samples.jsonl 2>/dev/null
 # The eval and bench sets, built while the GPU trains too (run 12: 39 s when it ran first).

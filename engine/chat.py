@@ -102,7 +102,7 @@ class ChatTemplate:
         """(added-token splitter, their ids) when every stretch of text between added tokens
         tokenizes alone exactly as inside the whole text: the tokenizer splits added tokens out
         first, and with no normalizer and no lstrip/rstrip/single-word token, nothing crosses
-        a split (SmolLM2, Qwen). None: tokenize whole texts."""
+        a split (SmolLM2; Qwen2 has an NFC normalizer). None: tokenize whole texts."""
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is None or backend.normalizer is not None:
             return None

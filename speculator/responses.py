@@ -17,6 +17,7 @@ from pathlib import Path
 
 from turnspec.speculator.data import SAMPLES_FILE, Sample, open_text, read_samples, samples_path
 from turnspec.speculator.prompts import RenderFn, build_prompt_items
+from turnspec.tools_grammar.workloads import stable_unit
 
 # datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
 BUILD_KEYS = ("tool_conversations", "heldout_conversations", "generic", "generic_heldout_frac",
@@ -57,12 +58,23 @@ def pack_responses(data: str | Path, out_file: str | Path) -> dict:
             "bytes": Path(out_file).stat().st_size}
 
 
-def unpack_responses(responses: str | Path, render: RenderFn, out_dir: str | Path) -> dict:
-    """Rebuild out_dir/samples.jsonl (+ meta.json) from a packed file and the workload."""
+def unpack_responses(responses: str | Path, render: RenderFn, out_dir: str | Path,
+                     train_fraction: float = 1.0, subset_seed: int = 0) -> dict:
+    """Rebuild out_dir/samples.jsonl (+ meta.json) from a packed file and the workload.
+
+    train_fraction < 1 keeps that stable share of the train samples (chosen by subset_seed and
+    the sample id; held-out ones are all kept) and renders only their prompts. A session trains
+    on ~0.4-0.6 epochs of everything carried, so a different half each session costs it little,
+    and the rebuild's CPU time, which competes with datagen on the GPU host, halves."""
+    if not 0.0 < train_fraction <= 1.0:
+        raise ValueError(f"train_fraction: expected (0, 1], got {train_fraction}")
     with open_text(responses) as f:
         # a pack written before a build key existed was built with that key's old value
         build = {**BUILD_DEFAULTS, **json.loads(f.readline())["build"]}
         records = [json.loads(line) for line in f]
+    if train_fraction < 1.0:
+        records = [r for r in records if r["split"] != "train"
+                   or stable_unit(f"subset:{subset_seed}:{r['id']}") < train_fraction]
     wanted = {r["id"] for r in records}
     items, _ = build_prompt_items(render, **build, keep=wanted.__contains__)
     prompts = {it.id: it for it in items}
@@ -79,5 +91,7 @@ def unpack_responses(responses: str | Path, render: RenderFn, out_dir: str | Pat
             f.write(Sample(r["id"], r["split"], r["source"], it.prompt_ids + comp,
                            (0,) * len(it.prompt_ids) + (1,) * len(comp)).to_json() + "\n")
     (out / "meta.json").write_text(json.dumps({**build, "unpacked_from": str(responses),
+                                               "train_fraction": train_fraction,
+                                               "subset_seed": subset_seed,
                                                "written": len(records)}, indent=2))
     return {"samples": len(records), "out": str(out)}

@@ -62,10 +62,17 @@ if [ "${SKIP_DATAGEN:-0}" != 1 ]; then
 # CARRIED=0 trains on this session's completions only: run 15's first try rebuilt four seeds
 # beside datagen and they were not done 300 s after the GPU had finished (16 cores for six
 # datagen processes and four rebuilds), with the GPU idle meanwhile.
+# CARRY_FRAC=f rebuilds that share of each carried seed's train samples (a different share each
+# session: the datagen seed picks it): a session trains on ~0.4-0.6 epochs of all it is given,
+# and the carried seeds grow by one a session. 0.5 takes ~70% of a full rebuild's CPU (dev box,
+# seed 11: 45.6 s user against 65.2; building the conversations is a fixed cost) and halves the
+# training set's loading.
+CF=${CARRY_FRAC:-1}
 j=0; [ "${CARRIED:-1}" = 0 ] ||
 for r in $DATA/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r" ] || continue
   # each rebuild logs when it ends: run 15's first try could not tell how long they took
-  { ts speculator unpack-responses --responses "$r" --out runs/prev-$j; echo "ended at ${SECONDS}s"; } \
+  { ts speculator unpack-responses --responses "$r" --out runs/prev-$j --train-fraction "$CF" --subset-seed "$SEED"
+    echo "ended at ${SECONDS}s"; } \
     > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do

@@ -153,6 +153,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "rebuilt from the workload (no target run)")
     u.add_argument("--responses", required=True, type=Path)
     u.add_argument("--out", required=True, type=Path)
+    u.add_argument("--train-fraction", type=float, default=1.0,
+                   help="keep this stable share of the train samples (held-out: all), 0 < f <= 1")
+    u.add_argument("--subset-seed", type=int, default=0,
+                   help="which share --train-fraction keeps (e.g. the session's datagen seed)")
     _add_model(u)
     u.set_defaults(func=run_unpack)
 
@@ -327,5 +331,6 @@ def run_unpack(args: argparse.Namespace) -> int:
     from turnspec.speculator.responses import unpack_responses
 
     chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
-    print(json.dumps(unpack_responses(args.responses, chat.render_many, args.out)))
+    print(json.dumps(unpack_responses(args.responses, chat.render_many, args.out,
+                                      args.train_fraction, args.subset_seed)))
     return 0

@@ -135,3 +135,27 @@ def test_prompt_hash_is_the_hash_the_committed_packs_were_written_with():
 
     for ids in ((), (7,), (1, 49151, 0, 16, 2) * 50):
         assert prompt_hash(ids) == hashlib.sha256(json.dumps(list(ids)).encode()).hexdigest()[:16]
+
+
+def test_a_train_fraction_keeps_a_stable_share_of_train_and_all_heldout(tmp_path, smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    _, samples = _datagen(tmp_path, chat)
+    pack_responses(tmp_path / "data", tmp_path / "r.jsonl.xz")
+    full = {s.id: s for s in samples}
+    kept = {}
+    for seed in (0, 1):
+        out = tmp_path / f"half{seed}"
+        got = unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, out, 0.5, seed)
+        kept[seed] = read_samples(out)
+        assert got["samples"] == len(kept[seed])
+        assert all(full[s.id] == s for s in kept[seed])           # the same samples, a subset
+        assert {s.id for s in kept[seed] if s.split == "heldout"} == \
+            {s.id for s in samples if s.split == "heldout"}
+        n_train = sum(s.split == "train" for s in kept[seed])
+        assert 0 < n_train < sum(s.split == "train" for s in samples)
+        assert json.loads((out / "meta.json").read_text())["train_fraction"] == 0.5
+    assert {s.id for s in kept[0]} != {s.id for s in kept[1]}     # another seed, another share
+    again = unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, tmp_path / "x", 0.5, 0)
+    assert again["samples"] == len(kept[0])
+    with pytest.raises(ValueError, match="train_fraction"):
+        unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, tmp_path / "y", 0.0)

@@ -215,7 +215,7 @@ def order_not_found_recheck(d: Dialogue) -> None:
     items = d.rng.sample(ITEMS, 2)
     r = d.call("get_order_status", {"order_number": order.value},
                {"status": "in_transit", "items": items, "carrier": d.pick("UPS", "FedEx", "USPS"),
-                "shipped_on": days_after(d.today.isoformat(), -d.rng.randint(1, 3)), "eta": d.day(6).value})
+                "shipped_on": d.days_ago(d.rng.randint(1, 3)), "eta": d.day(6).value})
     d.say(f"Found it. Your {r['items'][0]} and {r['items'][1]} shipped {d.date_words(r['shipped_on'])} with "
           f"{r['carrier']} and should arrive {d.date_words(r['eta'])}.")
 
@@ -228,7 +228,7 @@ def return_two_items(d: Dialogue) -> None:
     a, b = d.rng.sample([i for i in ITEMS if not i.endswith("s")], 2)
     prices = [d.money(20, 90).value, d.money(20, 90).value]
     r = d.call("get_order_status", {"order_number": order.value},
-               {"status": "delivered", "delivered_on": days_after(d.today.isoformat(), -d.rng.randint(1, 9)),
+               {"status": "delivered", "delivered_on": d.days_ago(d.rng.randint(1, 9)),
                 "items": [{"item": a, "price": prices[0]}, {"item": b, "price": prices[1]}], "return_window_days": 30})
     d.say(f"I see it was delivered {d.date_words(r['delivered_on'])}, with {_an(a)} and {_an(b)}. What's the problem?")
     reason, why = d.pick(("not_as_described", "looks nothing like the picture"), ("changed_mind", "isn't what I need after all"))

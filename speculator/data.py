@@ -107,13 +107,8 @@ def read_samples(data: str | Path) -> list[Sample]:
     return out
 
 
-def data_summary(data: str | Path, samples: list[Sample]) -> dict:
+def data_summary(data: str | Path, counts: dict[str, dict[str, int]]) -> dict:
     """Counts per source/split (sequences, response tokens) plus datagen's meta.json."""
-    counts: dict[str, dict[str, int]] = {}
-    for s in samples:
-        c = counts.setdefault(f"{s.source}-{s.split}", {"sequences": 0, "response_tokens": 0})
-        c["sequences"] += 1
-        c["response_tokens"] += sum(s.loss_mask)
     meta_path = samples_path(data).parent / "meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     return {"counts": dict(sorted(counts.items())), "datagen": meta}

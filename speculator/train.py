@@ -24,7 +24,8 @@ from tqdm import tqdm
 
 from turnspec.speculator.blocks import cosine_lr, decay_weights
 from turnspec.speculator.config import DFlashConfig, default_gamma
-from turnspec.speculator.data import Batch, PackedSplit, data_summary, read_samples
+from turnspec.speculator.data import Batch, data_summary
+from turnspec.speculator.data_load import load_train_data, load_workers
 from turnspec.speculator.export import load_drafter, save_drafter
 from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget, default_mask_token_id, read_target_config
@@ -35,6 +36,7 @@ from turnspec.speculator.train_io import (
     resolve_device,
     run_evals,
     save_checkpoint,
+    spread_indices,
 )
 from turnspec.speculator.train_step import StepMetrics, StepPhases, StepSpec, train_step
 
@@ -81,6 +83,7 @@ class TrainConfig:
     init_from: str | None = None         # exported drafter folder or "default": warm start
     soft_weight: float = 0.0             # loss = (1-w) CE(token) + w CE(target's top-k dist.)
     soft_topk: int = 8                   # tokens kept of the target's distribution
+    load_workers: int | None = None      # processes parsing the data (None: by its size)
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "batch_size", "anchors", "max_len", "log_every",
@@ -94,6 +97,9 @@ class TrainConfig:
         if not 0.0 <= self.soft_weight <= 1.0 or self.soft_topk < 1:
             raise ValueError(f"TrainConfig: expected 0 <= soft_weight <= 1 and soft_topk >= 1, "
                              f"got {self.soft_weight}, {self.soft_topk}")
+        if self.load_workers is not None and self.load_workers < 1:
+            raise ValueError(f"TrainConfig.load_workers: expected >= 1 or None (by the data's "
+                             f"size), got {self.load_workers}")
         if self.export_dtype not in _DTYPES:
             raise ValueError(f"TrainConfig.export_dtype={self.export_dtype!r}: expected one of "
                              f"{sorted(_DTYPES)}")
@@ -148,15 +154,16 @@ class _Run:
         self.target = FrozenTarget.from_model_dir(cfg.model_dir, dcfg.target_layer_ids,
                                                   self.device,
                                                   torch.bfloat16 if self.amp else torch.float32)
-        self.samples = read_samples(cfg.data)
-        self.data = PackedSplit.build([s for s in self.samples if s.split == "train"
-                                        and (cfg.train_sources is None or s.source in cfg.train_sources)],
-                                      cfg.max_len, self.device)
-        self.evals = eval_splits(self.samples, cfg.eval_samples)
+        workers = load_workers(cfg.data, cfg.load_workers)
+        self.loaded = load_train_data(cfg.data, cfg.max_len, self.device, cfg.train_sources,
+                                      workers)
+        self.data = self.loaded.train
+        self.evals = eval_splits(self.loaded.heldout, cfg.eval_samples)
         self.log(f"device={self.device} target={cfg.model_dir} layers={dcfg.target_layer_ids} "
                  f"mask_token_id={mask_id} train={len(self.data)} seqs "
                  f"({self.data.num_tokens()} tokens, {self.data.truncated} truncated at "
-                 f"{cfg.max_len}) eval={ {k: len(v) for k, v in self.evals.items()} }")
+                 f"{cfg.max_len}; read by {workers} process{'es' if workers > 1 else ''}) "
+                 f"eval={ {k: len(v) for k, v in self.evals.items()} }")
         torch.manual_seed(cfg.seed)
         self.drafter = DFlashDrafter(dcfg).to(self.device)
         self.opt = torch.optim.AdamW(self.drafter.parameters(), lr=cfg.lr,
@@ -276,9 +283,11 @@ class _Run:
         cfg, st, dtype = self.cfg, self.state, _DTYPES[self.cfg.export_dtype]
         export_dir = save_drafter(self.drafter, cfg.out / "drafter", dtype)
         served = load_drafter(export_dir, device=self.device, dtype=dtype)
-        final = run_evals(served, self.target,
-                          eval_splits(self.samples, cfg.final_eval_samples, with_train=True),
-                          self.dcfg.block_size, cfg.max_len, self.log)
+        sets = eval_splits(self.loaded.heldout, cfg.final_eval_samples)
+        sets["train-sample"] = self.loaded.train_rows(
+            spread_indices(len(self.data), cfg.final_eval_samples))
+        final = run_evals(served, self.target, sets, self.dcfg.block_size, cfg.max_len,
+                          self.log)
         metrics = {
             "config": {k: str(v) if isinstance(v, Path) else v
                        for k, v in dataclasses.asdict(cfg).items()},
@@ -289,7 +298,7 @@ class _Run:
             "train_seconds": round(st["elapsed_s"], 1),
             "tokens_per_s": round(self.tokens_seen / max(1e-9, st["elapsed_s"])),
             "train_sequences": len(self.data), "train_tokens": self.data.num_tokens(),
-            "data": data_summary(cfg.data, self.samples),
+            "data": data_summary(cfg.data, self.loaded.counts),
             "tau": {name: r["tau"] for name, r in final.items()}, "eval": final,
             "history": st["history"], "export": str(export_dir),
         }

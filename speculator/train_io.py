@@ -48,12 +48,17 @@ class RunLog:
         self(json.dumps(m, separators=(",", ":")))
 
 
+def spread_indices(count: int, n: int) -> list[int]:
+    """n positions spread evenly over range(count) (all of them when count <= n)."""
+    if count <= n:
+        return list(range(count))
+    stride = count / n
+    return [int(i * stride) for i in range(n)]
+
+
 def _spread(samples: list[Sample], n: int) -> list[Sample]:
     """n samples spread evenly over the list (deterministic)."""
-    if len(samples) <= n:
-        return list(samples)
-    stride = len(samples) / n
-    return [samples[int(i * stride)] for i in range(n)]
+    return [samples[i] for i in spread_indices(len(samples), n)]
 
 
 def eval_splits(samples: list[Sample], n: int, with_train: bool = False) -> dict[str, list[Sample]]:

@@ -11,6 +11,7 @@ def build_parser() -> argparse.ArgumentParser:
     from turnspec.server.cli import (
         bench_engine,
         bench_frontend,
+        bench_load,
         bench_spec,
         bench_tools,
         generate,
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     bench_engine.register(bench_sub)
     bench_frontend.register_bench(bench_sub)
+    bench_load.register(bench_sub)
     bench_spec.register(bench_sub)
     bench_tools.register(bench_sub)
     return parser

@@ -117,6 +117,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "runs the target to its LM head; default: %(default)s)")
     t.add_argument("--soft-topk", type=int, default=8,
                    help="tokens kept of the target's distribution (default: %(default)s)")
+    t.add_argument("--load-workers", type=int, default=None,
+                   help="processes parsing the data (default: 1 below 64 MB, else one per "
+                        "core up to 12)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=run_train)
 
@@ -243,7 +246,8 @@ def run_train(args: argparse.Namespace) -> int:
         ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
         seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
         train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None,
-        init_from=args.init_from, soft_weight=args.soft_weight, soft_topk=args.soft_topk)
+        init_from=args.init_from, soft_weight=args.soft_weight, soft_topk=args.soft_topk,
+        load_workers=args.load_workers)
     m = train(cfg)
     print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
                       "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))

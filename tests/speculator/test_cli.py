@@ -83,6 +83,7 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
                     *prefill) == 0
         stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert stats["written"] == stats["prompts"] > 0
+        assert stats["engine_load_s"] > 0 and stats["prompts_build_s"] >= 0
         meta = json.loads((out / "meta.json").read_text())
         assert meta["shard"] == f"{i}/2" and meta["max_prefill_tokens"] == (64 if i else 4096)
         assert meta["speculator"] == "none"

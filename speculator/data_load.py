@@ -3,9 +3,10 @@
 Training used to read every record into a `Sample` (two int tuples per sequence), then pack
 the train split into padded tensors. On the H200 that took 131 s for run 16's 333,597
 sequences, single-threaded, with the GPU idle: ~16% of an 800 s budget. Here worker processes
-parse chunks of lines (JSON decoding is most of the cost) and hand back flat numpy arrays of
-the train rows; only the held-out records (a few thousand, for the evals) become `Sample`s.
-The packed result is the one `PackedSplit.build` gives for the same records, row for row.
+parse chunks of lines (JSON decoding is most of the cost) and hand back each chunk's train rows
+as padded int32 blocks, which the parent copies into the split; only the held-out records (a
+few thousand, for the evals) become `Sample`s. The packed result is the one
+`PackedSplit.build` gives for the same records, row for row (tests/speculator/test_data_load.py).
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ class TrainData:
     counts: dict[str, dict[str, int]]       # per "source-split": sequences, response tokens
 
     def train_rows(self, rows: list[int]) -> list[Sample]:
-        """Packed train rows back as Samples (cut at max_len, as they were trained on)."""
+        """Packed train rows back as Samples, cut at max_len as they were trained on (the
+        final "train-sample" eval: rows spread over what was trained, after the source filter
+        and the >= 2 response tokens rule; before 2026-12-01 it spread over every train record)."""
         out = []
         for i in rows:
             n = self.train.lengths[i]

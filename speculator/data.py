@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -22,6 +22,20 @@ import torch
 from torch import Tensor
 
 SAMPLES_FILE = "samples.jsonl"
+_INT_TEXT: dict[int, str] = {}   # 0..2**18-1 -> decimal text, filled on first use
+
+
+def join_ints(sep: str, values: Iterable[int]) -> str:
+    """`sep.join(map(str, values))`, the same text ~2x faster: the decimal forms of ids below
+    2**18 (every token id of SmolLM2's 49,152 and Qwen's 151,936) are looked up, not formatted
+    (a rebuild writes ~100M of them); any other int falls back to str()."""
+    if not _INT_TEXT:
+        _INT_TEXT.update((i, str(i)) for i in range(1 << 18))
+    values = values if isinstance(values, (tuple, list)) else tuple(values)
+    try:
+        return sep.join(map(_INT_TEXT.__getitem__, values))
+    except KeyError:
+        return sep.join(map(str, values))
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,8 +66,8 @@ class Sample:
         # int lists joined directly (~2x faster; datagen and rebuilds write ~100k samples a seed)
         return (f'{{"id":{json.dumps(self.id)},"split":{json.dumps(self.split)},'
                 f'"source":{json.dumps(self.source)},'
-                f'"input_ids":[{",".join(map(str, self.input_ids))}],'
-                f'"loss_mask":[{",".join(map(str, self.loss_mask))}]}}')
+                f'"input_ids":[{join_ints(",", self.input_ids)}],'
+                f'"loss_mask":[{join_ints(",", self.loss_mask)}]}}')
 
     @classmethod
     def from_json(cls, line: str) -> Sample:

@@ -15,7 +15,14 @@ import hashlib
 import json
 from pathlib import Path
 
-from turnspec.speculator.data import SAMPLES_FILE, Sample, open_text, read_samples, samples_path
+from turnspec.speculator.data import (
+    SAMPLES_FILE,
+    Sample,
+    join_ints,
+    open_text,
+    read_samples,
+    samples_path,
+)
 from turnspec.speculator.prompts import RenderFn, build_prompt_items
 from turnspec.tools_grammar.workloads import stable_unit
 
@@ -31,7 +38,7 @@ BUILD_DEFAULTS = {"dictation_frac": 0.0, "synthetic_conversations": 0, "syntheti
 def prompt_hash(ids: tuple[int, ...]) -> str:
     # the bytes of json.dumps(list(ids)), which the committed packs were hashed with, built
     # ~3x faster (a rebuild hashes ~100k prompts of ~1,000 ids)
-    return hashlib.sha256(("[" + ", ".join(map(str, ids)) + "]").encode()).hexdigest()[:16]
+    return hashlib.sha256(("[" + join_ints(", ", ids) + "]").encode()).hexdigest()[:16]
 
 
 def pack_responses(data: str | Path, out_file: str | Path) -> dict:

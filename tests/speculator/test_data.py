@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 
-from turnspec.speculator.data import Sample
+from turnspec.speculator.data import Sample, join_ints
 
 
 def test_to_json_is_json_dumps_byte_for_byte():
@@ -21,3 +21,13 @@ def test_to_json_is_json_dumps_byte_for_byte():
         assert Sample.from_json(s.to_json()) == s
     empty = Sample("e", "heldout", "tools", (), ())
     assert json.loads(empty.to_json())["input_ids"] == []
+
+
+def test_join_ints_is_str_join_for_any_int():
+    rng = random.Random(1)
+    cases = [tuple(rng.randrange(151_936) for _ in range(500)), (), (0,), [7, 1 << 18, 3],
+             (5, -2, 9), (2**40,)]
+    for values in cases:
+        for sep in (",", ", "):
+            assert join_ints(sep, values) == sep.join(map(str, values))
+    assert join_ints(",", iter([3, 1 << 20])) == "3,1048576"   # a one-pass iterable, past the table

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -38,6 +38,15 @@ def join_ints(sep: str, values: Iterable[int]) -> str:
         return sep.join(map(str, values))
 
 
+def check_record(sid: str, input_ids: Sequence[int], loss_mask: Sequence[int]) -> None:
+    """A sample's ids and loss mask: equal lengths, the mask 0/1 only (raises ValueError)."""
+    if len(input_ids) != len(loss_mask):
+        raise ValueError(f"sample {sid}: input_ids has {len(input_ids)} tokens but "
+                         f"loss_mask {len(loss_mask)}; expected equal lengths")
+    if not set(loss_mask) <= {0, 1}:  # set(): C speed, ~130k samples are read per run
+        raise ValueError(f"sample {sid}: loss_mask must hold only 0/1")
+
+
 @dataclass(slots=True, frozen=True)
 class Sample:
     id: str
@@ -47,11 +56,7 @@ class Sample:
     loss_mask: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if len(self.input_ids) != len(self.loss_mask):
-            raise ValueError(f"sample {self.id}: input_ids has {len(self.input_ids)} tokens but "
-                             f"loss_mask {len(self.loss_mask)}; expected equal lengths")
-        if not set(self.loss_mask) <= {0, 1}:  # set(): C speed, ~130k samples are read per run
-            raise ValueError(f"sample {self.id}: loss_mask must hold only 0/1")
+        check_record(self.id, self.input_ids, self.loss_mask)
 
     @property
     def prompt_len(self) -> int:
@@ -106,13 +111,19 @@ def samples_path(data: str | Path) -> Path:
     return p / SAMPLES_FILE if p.is_dir() else p
 
 
-def read_samples(data: str | Path) -> list[Sample]:
-    """All records of a datagen folder (or a .jsonl file, plain, .xz or .gz); a torn last line
-    is skipped."""
+def existing_samples_path(data: str | Path) -> Path:
+    """`samples_path`, raising FileNotFoundError when there is no such file."""
     path = samples_path(data)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: expected the JSONL written by `turnspec speculator "
                                 "datagen`")
+    return path
+
+
+def read_samples(data: str | Path) -> list[Sample]:
+    """All records of a datagen folder (or a .jsonl file, plain, .xz or .gz); a torn last line
+    is skipped."""
+    path = existing_samples_path(data)
     out = []
     with open_text(path) as f:
         for line in f:

@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from turnspec.speculator.data import PackedSplit, Sample, open_text, samples_path
+from turnspec.speculator.data import (
+    PackedSplit,
+    Sample,
+    check_record,
+    existing_samples_path,
+    open_text,
+    samples_path,
+)
 
 CHUNK_LINES = 1024   # lines per task: ~8 MB of text at ~1,000 tokens a sequence
 SMALL_FILE = 64 << 20  # below this a single process reads faster than spawning workers
@@ -64,8 +71,7 @@ def _parse(lines: list[str], max_len: int, sources: tuple[str, ...] | None) -> _
         d = json.loads(line)
         split, source = str(d["split"]), str(d["source"])
         t, m = d["input_ids"], d["loss_mask"]
-        if len(t) != len(m) or not set(m) <= {0, 1}:
-            Sample(str(d["id"]), split, source, tuple(t), tuple(m))   # raises with the reason
+        check_record(str(d["id"]), t, m)
         c = counts.setdefault(f"{source}-{split}", {"sequences": 0, "response_tokens": 0})
         c["sequences"] += 1
         c["response_tokens"] += sum(m)
@@ -124,10 +130,7 @@ def load_train_data(data: str | Path, max_len: int, device: torch.device | str,
     """Read a datagen folder (or .jsonl[.xz|.gz]) with `workers` processes (1: in this one)."""
     if workers < 1:
         raise ValueError(f"load_train_data: expected workers >= 1, got {workers}")
-    path = samples_path(data)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: expected the JSONL written by `turnspec speculator "
-                                "datagen`")
+    path = existing_samples_path(data)
     tasks = ((lines, max_len, sources) for lines in _chunks(path))
     if workers == 1:
         chunks = [_parse_task(t) for t in tasks]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,7 +201,7 @@ class _Run:
         bar = tqdm(total=st["total"], initial=st["step"], disable=not cfg.progress,
                    desc="train", dynamic_ncols=True)
         t0, step0 = time.perf_counter() - st["elapsed_s"], st["step"]
-        window = [time.perf_counter(), 0, st["step"]]             # start time, tokens, step
+        window = [time.perf_counter(), 0, st["step"], time.process_time()]  # + CPU seconds
         self.drafter.train()
         while st["step"] < st["total"]:
             self.host_gen.set_state(st["epoch_gen"])
@@ -263,14 +264,18 @@ class _Run:
         st, now = self.state, time.perf_counter()
         dt, steps = now - window[0], max(1, st["step"] - window[2])
         m.update(step=st["step"], lr=round(lr, 7), elapsed_s=round(st["elapsed_s"], 1),
-                 tokens_per_s=round(window[1] / dt), steps_per_s=round(steps / dt, 2))
+                 tokens_per_s=round(window[1] / dt), steps_per_s=round(steps / dt, 2),
+                 # this process's CPU seconds per wall second, and the host's 1-minute load:
+                 # runs 12-16 started slow with the GPU 24-70% busy, i.e. waiting on the host
+                 host_cpu=round((time.process_time() - window[3]) / dt, 2),
+                 load1=round(os.getloadavg()[0], 1))
         if self.amp:
             # runs 12-15 started slow while the GPU's memory in use swung 52-136 GB: the caching
             # allocator freeing everything and retrying at the cap would show here
             mem = torch.cuda.memory_stats(self.device)
             m.update(alloc_retries=mem.get("num_alloc_retries", 0),
                      reserved_gb=round(mem.get("reserved_bytes.all.current", 0) / 2**30, 1))
-        window[:] = [now, 0, st["step"]]
+        window[:] = [now, 0, st["step"], time.process_time()]
         budget = self.cfg.time_budget_s
         if budget and steps_this_run >= 10:
             per_step = dt / steps

@@ -129,11 +129,16 @@ common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anc
 # their first ~800 steps ~25% slower, with every phase of a logged step ~2x slower together at
 # times; expandable segments (run 14) did not change it, so look at the device next.
 [ "$DEV" = cuda ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used --format=csv -l 5 > runs/out/gpu-during-train.csv 2>&1 & echo $! > runs/smi.pid; disown $!; }  # not in `wait`
+# Runs 12-16's slow first ~1,000 steps came with the GPU only 24-70% busy: the host's busiest
+# processes every 15 s (top) say what the training process competes with (the train log now gives
+# its own CPU use, host_cpu, and the 1-minute load, load1).
+{ top -b -c -d 15 -w 200 -o %CPU | awk '/^top -/ {n = 0} n++ < 15 {print; fflush()}' > runs/out/host-during-train.txt 2>&1 & echo $! > runs/ps.pid; disown $!; }  # not in `wait`
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
 [ -f runs/smi.pid ] && kill "$(cat runs/smi.pid)" 2>/dev/null
+[ -f runs/ps.pid ] && kill "$(cat runs/ps.pid)" 2>/dev/null
 repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --feed F --shard I/$NS (I = 0..$((NS - 1)) in parallel, P, X and F = shard I's of [${PF[*]}], [${SPX[*]}] and [${FD[*]}] cycled, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"

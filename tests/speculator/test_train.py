@@ -46,6 +46,9 @@ def test_loss_falls_and_heldout_tau_rises(trained):
     assert len(phases) == 6 and all(list(p) == ["inputs", "target", "drafter", "backward",
                                                 "optimizer"] for p in phases), phases
     assert all(v >= 0 for p in phases for v in p.values()) and sum(phases[-1].values()) > 0
+    # and how busy the host was: this process's CPU per wall second (training works, so > 0)
+    host = [(h["host_cpu"], h["load1"]) for h in m["history"] if "loss" in h]
+    assert all(cpu > 0 and load >= 0 for cpu, load in host), host
     assert json.loads((out / "metrics.json").read_text())["steps"] == 120
     assert (out / "checkpoint.pt").is_file() and (out / "train.log").is_file()
     assert load_drafter(out / "drafter").fc.weight.dtype == torch.bfloat16

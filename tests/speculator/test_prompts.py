@@ -64,6 +64,10 @@ def test_shards_partition_the_prompts(smollm2_dir):
     assert not (convs[0] & convs[1] or convs[0] & convs[2] or convs[1] & convs[2])
     assert any(len([it for it in s if conversation_key(it.id) == c]) > 2
                for s, cs in zip(shards, convs, strict=True) for c in cs)
+    # each shard builds only its own calls, yet the calls go round robin by first appearance in
+    # the whole list, as when every shard built them all (earlier sessions' shards)
+    order = list(dict.fromkeys(conversation_key(it.id) for it in whole))
+    assert all(order.index(c) % 3 == i for i, cs in enumerate(convs) for c in cs)
     for bad in ((3, 3), (-1, 2), (0, 0)):
         with pytest.raises(ValueError, match="shard"):
             build_prompt_items(chat.render_many, shard=bad[0], num_shards=bad[1], **kw)

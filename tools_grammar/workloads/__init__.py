@@ -6,6 +6,7 @@ from __future__ import annotations
 from turnspec.tools_grammar.workloads.conversation import (
     Conversation,
     PromptTurn,
+    conversation_id_of,
     export_jsonl,
     generate_conversations,
     load_jsonl,
@@ -19,7 +20,7 @@ from turnspec.tools_grammar.workloads.readback import readback_conversations
 from turnspec.tools_grammar.workloads.synthetic import synthetic_conversations
 
 __all__ = [
-    "Conversation", "PromptTurn", "dictation_conversations", "export_jsonl", "generate_conversations",
+    "Conversation", "PromptTurn", "conversation_id_of", "dictation_conversations", "export_jsonl", "generate_conversations",
     "generic_prompts",
     "load_jsonl", "readback_conversations", "scenarios_for", "stable_unit", "synthetic_conversations",
     "turns_for_prompting",

@@ -6,7 +6,7 @@ import hashlib
 import importlib
 import json
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -104,14 +104,27 @@ def scenarios_for(split: Split, workload: int = catalog.LATEST_WORKLOAD) -> list
 
 
 def generate_conversations(n: int, seed: int = 0, split: Split = "all",
-                           workload: int = catalog.LATEST_WORKLOAD) -> list[Conversation]:
+                           workload: int = catalog.LATEST_WORKLOAD,
+                           indices: Sequence[int] | None = None) -> list[Conversation]:
     """n conversations, deterministic in (n's prefix, seed, split, workload): conversation i
     depends only on (seed, split, workload, i), so a larger n extends a smaller one. The
-    held-out conversations are the same in every workload version."""
+    held-out conversations are the same in every workload version.
+    indices: build only those of the n (in the order given), e.g. one datagen shard's; their ids
+    are `conversation_id_of(seed, split, i)`."""
     if n < 0:
         raise ValueError(f"n: expected >= 0, got {n}")
+    if indices is None:
+        indices = range(n)
+    bad = [i for i in indices if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"indices: expected values in [0, {n}), got {bad[:3]}")
     pool = scenarios_for(split, workload)
-    return [_conversation(i, seed, split, pool) for i in range(n)]
+    return [_conversation(i, seed, split, pool) for i in indices]
+
+
+def conversation_id_of(seed: int, split: str, index: int) -> str:
+    """The id of scenario conversation `index` (what its prompts' ids start with)."""
+    return f"{split}-{seed}-{index:06d}"
 
 
 def _conversation(index: int, seed: int, split: str, pool: list[catalog.Scenario]) -> Conversation:
@@ -126,7 +139,7 @@ def _conversation(index: int, seed: int, split: str, pool: list[catalog.Scenario
               f"Hi, you've reached {d.business}. What can I do for you today?")
     sc.script(d)
     close_call(d)
-    return Conversation(f"{split}-{seed}-{index:06d}", "heldout" if sc.heldout else "train", dom.name, sc.name,
+    return Conversation(conversation_id_of(seed, split, index), "heldout" if sc.heldout else "train", dom.name, sc.name,
                         dom.all_tools, d.messages)
 
 

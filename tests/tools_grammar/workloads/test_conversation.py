@@ -12,6 +12,7 @@ import pytest
 from turnspec.tools_grammar.schema import parse_tools, validate_arguments
 from turnspec.tools_grammar.workloads import (
     Conversation,
+    conversation_id_of,
     export_jsonl,
     generate_conversations,
     generic_prompts,
@@ -54,6 +55,12 @@ def test_split_filter_and_determinism() -> None:
     assert [c.to_record() for c in again[:200]] == [c.to_record() for c in held]  # larger n extends smaller
     other = generate_conversations(200, seed=6, split="heldout")
     assert [c.messages for c in other] != [c.messages for c in held]
+    # a datagen shard builds only its own indices: the same conversations, under their ids
+    some = generate_conversations(300, seed=5, split="heldout", indices=[250, 3, 17])
+    assert [c.to_record() for c in some] == [again[i].to_record() for i in (250, 3, 17)]
+    assert [c.id for c in some] == [conversation_id_of(5, "heldout", i) for i in (250, 3, 17)]
+    with pytest.raises(ValueError, match=r"indices: expected values in \[0, 300\)"):
+        generate_conversations(300, seed=5, split="heldout", indices=[300])
 
 
 def test_messages_are_openai_chat_with_valid_calls(convs: list[Conversation]) -> None:

@@ -50,6 +50,11 @@ read -r -a SPX <<< "${DATAGEN_SPECS:-none}"
 # 160-token cap, the median is 43); "stream" keeps all 512 slots busy across the whole shard.
 read -r -a FD <<< "${DATAGEN_FEEDS:-stream}"
 mkdir -p runs/out
+# The host's busiest processes every 15 s (top), from datagen to the end of training. Run 17:
+# nothing else ran beside the slow first training steps, so the host is not their cause; but its
+# shards took 50-59 s to build their prompts and its rebuilds 165-211 s, ~5x the dev box's time
+# for the same work, which top should explain (a saturated host or slow cores).
+{ top -b -c -d 15 -w 200 -o %CPU | awk '/^top -/ {n = 0} n++ < 22 {print; fflush()}' > runs/out/host-top.txt 2>&1 & echo $! > runs/ps.pid; disown $!; }  # not in `wait`
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).
 datagen="--device $DEV --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --workload $WL --no-progress --max-batch ${MAX_BATCH:-512} --kv-memory-gb ${KV_GB:-$((90 / NS))} --batch-size 1024"
@@ -129,10 +134,6 @@ common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anc
 # their first ~800 steps ~25% slower, with every phase of a logged step ~2x slower together at
 # times; expandable segments (run 14) did not change it, so look at the device next.
 [ "$DEV" = cuda ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used --format=csv -l 5 > runs/out/gpu-during-train.csv 2>&1 & echo $! > runs/smi.pid; disown $!; }  # not in `wait`
-# Runs 12-16's slow first ~1,000 steps came with the GPU only 24-70% busy: the host's busiest
-# processes every 15 s (top) say what the training process competes with (the train log now gives
-# its own CPU use, host_cpu, and the 1-minute load, load1).
-{ top -b -c -d 15 -w 200 -o %CPU | awk '/^top -/ {n = 0} n++ < 15 {print; fflush()}' > runs/out/host-during-train.txt 2>&1 & echo $! > runs/ps.pid; disown $!; }  # not in `wait`
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &

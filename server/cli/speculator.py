@@ -8,12 +8,11 @@ transformers (speculator/target.py); export writes the z-lab / SGLang layout.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
-import time
 from pathlib import Path
 
+from turnspec.server.cli.speculator_datagen import run_datagen
 from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
 
 _DTYPES = ("bfloat16", "float16", "float32")
@@ -179,62 +178,6 @@ def _shard(text: str) -> tuple[int, int]:
     if n < 1 or not 0 <= i < n:
         raise argparse.ArgumentTypeError(f"--shard {text!r}: expected 0 <= I < N")
     return i, n
-
-
-def run_datagen(args: argparse.Namespace) -> int:
-    from turnspec.engine.local import LocalEngine
-    from turnspec.engine.protocol import SamplingParams
-    from turnspec.server.cli.common import engine_config_from_args
-    from turnspec.speculator.datagen import generate_dataset
-    from turnspec.speculator.prompts import build_prompt_items
-
-    cfg = engine_config_from_args(args)
-    if args.feed == "stream":
-        default = max(1, cfg.max_batch // 8)  # an explicit 0 reaches the config's check
-        cfg = dataclasses.replace(cfg, admit_min_free=default if args.admit_min_free is None
-                                  else args.admit_min_free)
-    elif args.admit_min_free is not None:
-        raise SystemExit("--admit-min-free applies to --feed stream only")
-    t0 = time.perf_counter()
-    engine = LocalEngine(cfg)
-    engine.load()
-    t1 = time.perf_counter()
-    sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
-    items, skipped = build_prompt_items(
-        engine.chat.render_many, tool_conversations=args.tool_conversations,
-        heldout_conversations=args.heldout_conversations, generic=args.generic,
-        generic_heldout_frac=args.generic_heldout_frac,
-        max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
-        num_shards=args.shard[1], readback_frac=args.readback_frac,
-        dictation_frac=args.dictation_frac, synthetic_conversations=args.synthetic_conversations,
-        synthetic_heldout=args.synthetic_heldout, workload=args.workload)
-    # the seconds before the first prompt reaches the engine (the H200 runs spend ~95 s there)
-    setup = {"engine_load_s": round(t1 - t0, 1), "prompts_build_s": round(time.perf_counter() - t1, 1)}
-    meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
-            "tool_conversations": args.tool_conversations,
-            "heldout_conversations": args.heldout_conversations, "generic": args.generic,
-            "readback_frac": args.readback_frac, "dictation_frac": args.dictation_frac,
-            "synthetic_conversations": args.synthetic_conversations,
-            "synthetic_heldout": args.synthetic_heldout, "workload": args.workload,
-            "generic_heldout_frac": args.generic_heldout_frac,
-            "max_prompt_tokens": args.max_prompt_tokens,
-            "skipped_long_prompts": skipped, "seed": args.seed,
-            "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
-            "speculator": args.speculator, "feed": args.feed,
-            "admit_min_free": cfg.admit_min_free,
-            "shard": f"{args.shard[0]}/{args.shard[1]}"}
-    counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
-    common = dict(batch_size=args.batch_size, progress=not args.no_progress, meta=meta,
-                  time_budget_s=args.time_budget, seed=args.seed)
-    if args.feed == "stream":
-        stats = generate_dataset(items, None, args.out, **common,
-                                 stream=lambda ps: engine.generate_stream(ps, sampling, counts=counts))
-    else:
-        stats = generate_dataset(items, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
-                                 args.out, **common)
-    print(json.dumps({**stats, **counts, **setup, "skipped_long_prompts": skipped,
-                      "out": str(args.out)}))
-    return 0
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -129,7 +129,10 @@ open("runs/bench-heldout.jsonl", "w").writelines(
     l for src in sorted(by) for l in rng.sample(by[src], min(32, len(by[src]))))
 PY
 fi
-common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256"
+# LR: the peak learning rate (train's default 6e-4). Each session restarts the warm-up and the
+# cosine from the committed drafter, and runs 16-17's loss rose for the first ~600 steps
+# (0.84 -> 0.93) before it fell: a lower peak may keep more of what the drafter holds.
+common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256${LR:+ --lr $LR}"
 # The GPU's clocks, power and utilisation every 5 s while the drafters train: runs 12-14 ran
 # their first ~800 steps ~25% slower, with every phase of a logged step ~2x slower together at
 # times; expandable segments (run 14) did not change it, so look at the device next.

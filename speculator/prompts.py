@@ -60,10 +60,10 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     workload: the workload version whose train goals the tool conversations draw from
     (catalog.WORKLOADS; the held-out ones are the same in every version).
     keep: render only the prompts whose id it accepts (rebuilding packed responses).
-    Each shard builds only its own conversations (dev box, run 17's shards: 12.0 -> 10.0 s;
-    59 s on the H200 host beside rebuilds). That assumes every conversation gives at least one
-    prompt, so that its first appearance comes in index order; a built one that gives none
-    raises.
+    Each shard builds only its own conversations (run 17's shards built all of them: 50-59 s
+    each on the H200 host beside six rebuilds; dev box 12.0 -> 10.0 s). That assumes every
+    conversation gives at least one prompt, so that its first appearance comes in index order;
+    a built one that gives none raises.
     """
     if not 0.0 <= generic_heldout_frac < 1.0:
         raise ValueError(f"generic_heldout_frac: expected [0, 1), got {generic_heldout_frac}")

@@ -265,8 +265,8 @@ class _Run:
         dt, steps = now - window[0], max(1, st["step"] - window[2])
         m.update(step=st["step"], lr=round(lr, 7), elapsed_s=round(st["elapsed_s"], 1),
                  tokens_per_s=round(window[1] / dt), steps_per_s=round(steps / dt, 2),
-                 # this process's CPU seconds per wall second, and the host's 1-minute load:
-                 # runs 12-16 started slow with the GPU 24-70% busy, i.e. waiting on the host
+                 # this process's CPU seconds per wall second, and the host's 1-minute load
+                 # (run 17: 1.0 throughout, the host idle otherwise, the first steps still slow)
                  host_cpu=round((time.process_time() - window[3]) / dt, 2),
                  load1=round(os.getloadavg()[0], 1))
         if self.amp:

@@ -3,8 +3,8 @@
 The prompts are built while the engine loads: on the H200 host each of run 17's six shards
 spent ~28 s loading its engine (weights, KV cache, Triton warm-up) and then 50-59 s building
 its prompts, with the GPU idle for both. The prompts are rendered with the model folder's own
-chat template (the tokenizer the engine loads too); one prompt is rendered again through the
-engine's once it is up, and any difference stops the run.
+chat template (the tokenizer the engine loads too); once the engine is up, a workload turn with
+tools is rendered through both, and any difference stops the run.
 """
 
 from __future__ import annotations

@@ -85,10 +85,11 @@ class TrainConfig:
     soft_weight: float = 0.0             # loss = (1-w) CE(token) + w CE(target's top-k dist.)
     soft_topk: int = 8                   # tokens kept of the target's distribution
     load_workers: int | None = None      # processes parsing the data (None: by its size)
+    width_multiple: int = 32             # batch widths round up to it (few shapes on CUDA)
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "batch_size", "anchors", "max_len", "log_every",
-                     "eval_samples", "final_eval_samples", "ckpt_every"):
+                     "eval_samples", "final_eval_samples", "ckpt_every", "width_multiple"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig.{name}: expected >= 1, got {getattr(self, name)}")
         if self.block_size < 2 or self.epochs <= 0 or self.lr <= 0 or not 0 <= self.warmup < 1:
@@ -205,7 +206,8 @@ class _Run:
         self.drafter.train()
         while st["step"] < st["total"]:
             self.host_gen.set_state(st["epoch_gen"])
-            for bi, batch in enumerate(self.data.batches(cfg.batch_size, self.host_gen)):
+            batches = self.data.batches(cfg.batch_size, self.host_gen, cfg.width_multiple)
+            for bi, batch in enumerate(batches):
                 if bi < st["batch_in_epoch"]:
                     continue                                      # resumed mid-epoch
                 if cfg.time_budget_s is not None and 0 < st["step"] - step0 < _FIRST_FIT \

@@ -120,6 +120,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--load-workers", type=int, default=None,
                    help="processes parsing the data (default: 1 below 64 MB, else one per "
                         "core up to 12)")
+    t.add_argument("--width-multiple", type=int, default=32,
+                   help="round each batch's width up to a multiple of this (default 32: few "
+                        "shapes for CUDA's per-shape attention plans; 1: the longest row)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=run_train)
 
@@ -196,7 +199,7 @@ def run_train(args: argparse.Namespace) -> int:
         seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
         train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None,
         init_from=args.init_from, soft_weight=args.soft_weight, soft_topk=args.soft_topk,
-        load_workers=args.load_workers)
+        load_workers=args.load_workers, width_multiple=args.width_multiple)
     m = train(cfg)
     print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
                       "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))

@@ -70,6 +70,15 @@ def test_packed_split_truncates_right_and_batches_by_length(tmp_path):
         assert span == max(packed.spans[i] for i in rows.tolist())
         seen += rows.tolist()
     assert sorted(seen) == list(range(23))
+    # widths rounded up to a multiple (capped at the packed width), same rows in the same order
+    plain = list(packed.batches(4, torch.Generator().manual_seed(0)))
+    wide = list(packed.batches(4, torch.Generator().manual_seed(0), width_multiple=8))
+    assert [b.rows.tolist() for b in wide] == [b.rows.tolist() for b in plain]
+    assert [b.width for b in wide] == [min(-(-b.width // 8) * 8, packed.ids.shape[1])
+                                       for b in plain]
+    assert any(w.width > p.width for w, p in zip(wide, plain, strict=True))
+    with pytest.raises(ValueError, match="width_multiple: expected >= 1"):
+        next(packed.batches(4, torch.Generator(), width_multiple=0))
 
 
 def test_time_budget_stops_between_batches(tmp_path):

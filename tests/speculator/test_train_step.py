@@ -87,3 +87,32 @@ def test_gathered_head_equals_the_dense_loss(tiny_data: Path, tiny_target_dir: P
         torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(acc.hits, hits.double())
     assert acc.read_and_reset()["tau_block"] == round(tau.item(), 3)
+
+
+def test_padding_columns_change_nothing(tiny_data: Path, tiny_target_dir: Path):
+    """Batches round their width up (TrainConfig.width_multiple: few shapes for CUDA's
+    per-shape attention plans); the extra columns come after every anchor's context, so the
+    loss for the same anchors is the same as at the batch's own width."""
+    target = FrozenTarget.from_model_dir(tiny_target_dir, TINY_LAYER_IDS, "cpu")
+    cfg = DFlashConfig.for_target(read_target_config(tiny_target_dir), num_layers=1,
+                                  block_size=BLOCK, mask_token_id=TINY_MASK, k=2)
+    torch.manual_seed(0)
+    drafter = DFlashDrafter(cfg)
+    split = PackedSplit.build(read_samples(tiny_data), 64, "cpu")
+    batch = min(split.batches(4, torch.Generator().manual_seed(0)), key=lambda b: b.width)
+    full = split.ids.shape[1]
+    assert batch.width < full
+    anchors, valid = sample_anchors(split.loss_mask[batch.rows, :batch.width], 16,
+                                    torch.Generator().manual_seed(3))
+
+    def loss_at(width: int) -> torch.Tensor:
+        ids = split.ids[batch.rows, :width]
+        lmask = split.loss_mask[batch.rows, :width]
+        blocks = block_inputs(ids, anchors, BLOCK, TINY_MASK)
+        labels, ok = block_labels(ids, lmask, anchors, valid, BLOCK)
+        h = drafter.forward_train(target.features(ids), target.embed(blocks), anchors)
+        ce = F.cross_entropy(target.logits(h[:, :, 1:]).flatten(0, 2), labels[..., 1:].flatten(),
+                             reduction="none").view_as(labels[..., 1:])
+        return (ce * ok[..., 1:]).sum() / ok[..., 1:].sum()
+
+    torch.testing.assert_close(loss_at(full), loss_at(batch.width))

@@ -75,7 +75,11 @@ def eval_splits(samples: list[Sample], n: int, with_train: bool = False) -> dict
         if copied:
             out["tools-heldout-copied"] = _spread(copied, n)
     if with_train:
-        out["train-sample"] = _spread([s for s in samples if s.split == "train"], n)
+        train = [s for s in samples if s.split == "train"]
+        if not train:
+            raise ValueError("eval_splits: with_train asks for a train sample, but these samples "
+                             "hold no train split (held-out files only?)")
+        out["train-sample"] = _spread(train, n)
     return out
 
 

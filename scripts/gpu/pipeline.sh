@@ -166,11 +166,15 @@ touch runs/drafter.done
 # eval_prev DRAFTER TAG: B=16 tau on the earlier sessions' held-out turns (committed under
 # models/data/, or carried in .gpu-carry/prev-heldout/ by call B2): the turns earlier drafters
 # were scored on, whatever the workload generator does today (the samples hold their token ids).
+# All of them in one process: run 17 spent ~18 s of each ~30 s eval process loading (Python,
+# CUDA, target, drafter) and ~12 s scoring. Each set's JSON is written as soon as it is scored.
 eval_prev() {
+  local sets=()
   for h in $DATA/heldout-seed*.jsonl.xz .gpu-carry/prev-heldout/*.jsonl.gz; do
     [ -f "$h" ] || continue; n=$(basename "$h"); n=${n%%.jsonl.*}
-    ts speculator eval --data "$h" --drafter $1 --device $DEV --block-size 16 --json runs/out/tau_$2_$n.json
+    sets+=(--data "$h" --json runs/out/tau_$2_$n.json)
   done
+  [ ${#sets[@]} -eq 0 ] || ts speculator eval "${sets[@]}" --drafter $1 --device $DEV --block-size 16
 }
 # Most important first (a call that runs out of time still brings back the earlier ones): the
 # new drafter at B=16 on this run's held-out turns, the committed drafter (the warm start's

@@ -38,6 +38,23 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
                 "--json", str(res)) == 0
     ev = json.loads(res.read_text())
     assert ev["block_size"] == 3 and 1.0 <= ev["tau"]["tools-heldout"] <= 3.0
+    # several sets in one process (one load of target and drafter), one JSON each, in order
+    held = tmp_path / "held.jsonl"
+    held.write_text("".join(line for line in (tiny_data / "samples.jsonl").open()
+                            if json.loads(line)["split"] == "heldout"))
+    two = [tmp_path / "a.json", tmp_path / "b.json"]
+    assert _run("speculator", "eval", "--data", str(tiny_data), "--data", str(held), *common,
+                "--drafter", str(run / "drafter"), "--samples", "4", "--block-size", "3",
+                "--device", "cpu", "--json", str(two[0]), "--json", str(two[1])) == 0
+    a, b = (json.loads(p.read_text()) for p in two)
+    assert a["tau"] == ev["tau"] and a["data"] == str(tiny_data) and b["data"] == str(held)
+    assert set(b["tau"]) == {"generic-heldout", "tools-heldout"}
+    with pytest.raises(SystemExit, match="1 --json for 2 --data"):
+        _run("speculator", "eval", "--data", str(tiny_data), "--data", str(held), *common,
+             "--drafter", str(run / "drafter"), "--device", "cpu", "--json", str(two[0]))
+    with pytest.raises(ValueError, match="hold no train split"):
+        _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+             str(run / "drafter"), "--device", "cpu", "--with-train")
     # export from the run folder (its checkpoint.pt) == the drafter train exported
     assert _run("speculator", "export", "--out", str(tmp_path / "x"), "--checkpoint", str(run),
                 "--dtype", "float32", "--reproduce", "turnspec speculator train ...") == 0

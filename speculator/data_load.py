@@ -28,7 +28,9 @@ from turnspec.speculator.data import (
     check_record,
     existing_samples_path,
     open_text,
+    response_spans,
     samples_path,
+    trainable,
 )
 
 CHUNK_LINES = 1024   # lines per task: ~8 MB of text at ~1,000 tokens a sequence
@@ -78,8 +80,8 @@ def _parse(lines: list[str], max_len: int, sources: tuple[str, ...] | None) -> _
         if split == "heldout":
             heldout.append(Sample(str(d["id"]), split, source, tuple(t), tuple(m)))
         elif split == "train" and (sources is None or source in sources):
-            if sum(m[:max_len]) < 2:
-                continue                             # PackedSplit.build's rule
+            if not trainable(m, max_len):
+                continue
             truncated += len(t) > max_len
             rows.append((t[:max_len], m[:max_len]))
             names.append((str(d["id"]), source))
@@ -89,7 +91,7 @@ def _parse(lines: list[str], max_len: int, sources: tuple[str, ...] | None) -> _
     mask = np.zeros((len(rows), width), dtype=np.bool_)
     for i, (t, m) in enumerate(rows):
         ids[i, : len(t)], mask[i, : len(m)] = t, m
-    spans = (width - mask[:, ::-1].argmax(1) - mask.argmax(1)).tolist() if rows else []
+    spans = response_spans(mask) if rows else []
     return _Chunk(ids, mask, lengths, spans, names, truncated, heldout, counts)
 
 

@@ -53,7 +53,8 @@ mkdir -p runs/out
 # The host's busiest processes every 15 s (top), from datagen to the end of training. Run 17:
 # nothing else ran beside the slow first training steps, so the host is not their cause; but its
 # shards took 50-59 s to build their prompts and its rebuilds 165-211 s, ~5x the dev box's time
-# for the same work, which top should explain (a saturated host or slow cores).
+# for the same work. Run 18's top: a saturated host, not slow cores (95-98% busy while the
+# rebuilds ran beside six shards at 190-250% CPU each; the shards alone ~85% while decoding).
 { top -b -c -d 15 -w 200 -o %CPU | awk '/^top -/ {n = 0} n++ < 22 {print; fflush()}' > runs/out/host-top.txt 2>&1 & echo $! > runs/ps.pid; disown $!; }  # not in `wait`
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).

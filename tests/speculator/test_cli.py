@@ -103,6 +103,12 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
         assert stats["engine_load_s"] > 0 and stats["prompts_build_s"] >= 0
         # the prompts are built while the engine loads: the setup is no longer their sum
         assert stats["setup_s"] >= max(stats["engine_load_s"], stats["prompts_build_s"])
+        # where the answering part's CPU went: the main thread steps the engine
+        assert 0 < stats["main_thread_cpu_s"] <= stats["process_cpu_s"] + 0.1
+        # (per-thread figures are /proc's 10 ms ticks, the process's an exact clock)
+        assert stats["main_thread_cpu_s"] + stats["other_threads_cpu_s"] \
+            <= 1.1 * stats["process_cpu_s"] + 0.3
+        assert 0 <= stats["prompts_build_cpu_s"] <= stats["prompts_build_s"] + 0.1
         meta = json.loads((out / "meta.json").read_text())
         assert meta["shard"] == f"{i}/2" and meta["max_prefill_tokens"] == (64 if i else 4096)
         assert meta["speculator"] == "none"

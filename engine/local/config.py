@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from turnspec.engine.model.cpu_linear import CPU_GEMMS
+
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
@@ -38,6 +40,9 @@ class LocalEngineConfig:
     # on CPU (measured there, docs/benchmarks.md), off on CUDA (not measured there yet)
     spec_lookup: bool | None = None
     threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
+    # fp32 GEMM for 1..32 rows on CPU: "auto" times oneDNN / MKL packed / torch on the model's
+    # weights at load and keeps the fastest per row bucket (engine/model/cpu_gemm_plan.py)
+    cpu_gemm: str = "auto"
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
@@ -63,6 +68,8 @@ class LocalEngineConfig:
             raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
         if self.spec_lookup is not None and not isinstance(self.spec_lookup, bool):
             raise ValueError(f"spec_lookup: expected True, False or None, got {self.spec_lookup!r}")
+        if self.cpu_gemm not in CPU_GEMMS:
+            raise ValueError(f"cpu_gemm: expected one of {CPU_GEMMS}, got {self.cpu_gemm!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):
             raise ValueError(f"spec_block_size: expected 1..64, got {self.spec_block_size}")
 

@@ -8,6 +8,7 @@ thread. Tests drive it directly, step by step.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -24,7 +25,12 @@ from turnspec.engine.local.scheduler import Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import spec_decode
-from turnspec.engine.model.cpu_linear import cpu_has_native_bf16, pack_bf16_linears, pack_linears
+from turnspec.engine.model.cpu_linear import (
+    cpu_has_native_bf16,
+    gemm_plan,
+    pack_bf16_linears,
+    pack_linears,
+)
 from turnspec.engine.model.weights import load_model
 from turnspec.engine.protocol import (
     ContextLengthError,
@@ -33,6 +39,8 @@ from turnspec.engine.protocol import (
     EngineStats,
     GenerateRequest,
 )
+
+log = logging.getLogger("turnspec.engine")
 
 # Best block on the 2-core dev CPU with the default 4-layer drafter (docs/benchmarks.md, bench
 # spec 2026-11-29, 16 held-out tool turns: B=8 ahead of 6 and 16): verify cost grows with B on CPU.
@@ -73,7 +81,10 @@ class EngineCore:
             torch.set_num_threads(cfg.threads)
         self.model = load_model(cfg.model_dir, device, dtype)
         if device.type == "cpu" and dtype == torch.float32:
-            pack_linears(self.model)  # prepacked fp32 GEMMs on CPU (engine/model/cpu_linear.py)
+            # prepacked fp32 GEMMs on CPU, the small-row backend measured here (cpu_linear.py)
+            pack_linears(self.model, cfg.cpu_gemm)
+            if (plan := gemm_plan(self.model)) is not None:
+                log.info("cpu fp32 GEMM per row bucket: %s (%s)", plan.describe(), plan.source)
         mc = self.model.cfg
         # Drafts are proposals the target verifies, so the drafter may run in a cheaper dtype:
         # bf16 on a CPU with bf16 dot products (engine/model/cpu_linear.py), else the target's.
@@ -89,7 +100,7 @@ class EngineCore:
             and FusedContextKV.fusable(self.drafter) else None
         if self.drafter is not None and device.type == "cpu":  # frozen: prepacked weights
             if ddtype == torch.float32:
-                pack_linears(self.drafter)
+                pack_linears(self.drafter, cfg.cpu_gemm)
             elif ddtype == torch.bfloat16 and cpu_has_native_bf16():
                 pack_bf16_linears(self.drafter)
         self.spec_block = 0

@@ -1,8 +1,10 @@
 """CPU fast paths for fp32 linears, picked by the number of rows M.
 
-- 1 <= M <= 32 (decode, speculative verify): oneDNN with its own blocked weight layout, called
-  on dense activations (`mkldnn._linear_pointwise`: no per-call conversion of the input and
-  output to oneDNN tensors, which cost ~3.5 ms a verify step over the 121 linears). Dev EPYC,
+- 1 <= M <= 32 (decode, speculative verify): the backend that `cpu_gemm_plan.measured_plan`
+  found fastest on this CPU for M's bucket, among oneDNN, MKL packed and torch's F.linear.
+  oneDNN, with its own blocked weight layout, is called on dense activations
+  (`mkldnn._linear_pointwise`: no per-call conversion of the input and output to oneDNN
+  tensors, which cost ~3.5 ms a verify step over the 121 linears). Dev EPYC,
   2026-11-30, quiet, the 30 layers' linears summed (30 distinct weights, cold caches): M=1
   10.8 ms vs 17.7 MKL packed, M=8 18.6 vs 37.7; the 49152x576 LM head M=1 2.7 vs 4.0 ms,
   M=8 4.3 vs 11.5 (docs/notes/2026-11-30-cpu-spec-step.md).
@@ -16,21 +18,25 @@ same tolerance they did before. Only fp32 on CPU; other dtypes/devices keep F.li
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from turnspec.engine.model.cpu_gemm_plan import BACKENDS, GemmPlan, measured_plan
 
 
 def mkl_packed_available() -> bool:
     return hasattr(torch.ops.mkl, "_mkl_linear") and torch.backends.mkl.is_available()
 
 
-SMALL_M = 32  # rows up to which oneDNN beats MKL's packed GEMM on the dev CPU
+SMALL_M = 32  # rows up to which a GemmPlan picks the backend; past it MKL packed (prefill)
 
 
 class MklPackedLinear(nn.Module):
-    """Drop-in for a frozen fp32 nn.Linear on CPU (oneDNN up to SMALL_M rows, MKL packed for
-    prefill)."""
+    """Drop-in for a frozen fp32 nn.Linear on CPU: up to SMALL_M rows the backend `plan` picks
+    (default: oneDNN, MKL packed where oneDNN is missing), MKL packed for prefill."""
 
-    def __init__(self, linear: nn.Linear, batch_hint: int = 1) -> None:
+    def __init__(self, linear: nn.Linear, batch_hint: int = 1,
+                 plan: GemmPlan | None = None) -> None:
         super().__init__()
         w = linear.weight.detach()
         if w.dtype != torch.float32 or w.device.type != "cpu":
@@ -42,15 +48,29 @@ class MklPackedLinear(nn.Module):
         self.bias = None if linear.bias is None else linear.bias.detach()
         self.batch_hint = batch_hint
         self.dnn_weight = w.to_mkldnn() if torch.backends.mkldnn.is_available() else None
+        self.plan = plan or GemmPlan.fixed("onednn" if self.dnn_weight is not None
+                                           else "mkl_packed")
+        if "onednn" in self.plan.choice and self.dnn_weight is None:
+            raise ValueError("MklPackedLinear: the plan uses oneDNN, which this torch lacks")
+
+    def gemm(self, x2: torch.Tensor, backend: str) -> torch.Tensor:
+        """x2 [rows, in] fp32 -> [rows, out] through one backend (of cpu_gemm_plan.BACKENDS)."""
+        if backend == "onednn":
+            return torch.ops.mkldnn._linear_pointwise(x2.contiguous(), self.dnn_weight, self.bias,
+                                                      "none", [], "")
+        if backend == "mkl_packed":
+            return torch.ops.mkl._mkl_linear(x2, self.packed, self.weight, self.bias,
+                                             self.batch_hint)
+        if backend == "torch":
+            return F.linear(x2, self.weight, self.bias)
+        raise ValueError(f"MklPackedLinear.gemm: expected a backend among {BACKENDS}, "
+                         f"got {backend!r}")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
-        if self.dnn_weight is not None and x2.shape[0] <= SMALL_M:
-            out = torch.ops.mkldnn._linear_pointwise(x2.contiguous(), self.dnn_weight, self.bias,
-                                                     "none", [], "")
-        else:
-            out = torch.ops.mkl._mkl_linear(x2, self.packed, self.weight, self.bias, self.batch_hint)
+        rows = x2.shape[0]
+        out = self.gemm(x2, self.plan.backend(rows) if rows <= SMALL_M else "mkl_packed")
         return out.view(*shape[:-1], self.out_features)
 
 
@@ -66,9 +86,34 @@ def _swap_linears(model: nn.Module, dtype: torch.dtype, make: type[nn.Module]) -
     return count
 
 
-def pack_linears(model: nn.Module) -> int:
-    """Replace every fp32 CPU nn.Linear in `model` with MklPackedLinear; returns the count."""
-    return _swap_linears(model, torch.float32, MklPackedLinear) if mkl_packed_available() else 0
+CPU_GEMMS = ("auto", *BACKENDS)
+
+
+def pack_linears(model: nn.Module, gemm: str = "auto") -> int:
+    """Replace every fp32 CPU nn.Linear in `model` with MklPackedLinear; returns the count.
+    `gemm` picks the backend for up to SMALL_M rows: "auto" times them on this model's weights
+    (cpu_gemm_plan.measured_plan, cached per process), a backend's name fixes it."""
+    if gemm not in CPU_GEMMS:
+        raise ValueError(f"pack_linears: gemm expected one of {CPU_GEMMS}, got {gemm!r}")
+    if not mkl_packed_available():
+        return 0
+    count = _swap_linears(model, torch.float32, MklPackedLinear)
+    packed = [m for m in model.modules() if isinstance(m, MklPackedLinear)]
+    if not packed:
+        return count
+    if gemm == "auto":
+        backends = BACKENDS if packed[0].dnn_weight is not None else ("mkl_packed", "torch")
+        plan = measured_plan(packed, [m.weight.numel() for m in packed], backends)
+    else:
+        plan = GemmPlan.fixed(gemm)
+    for m in packed:
+        m.plan = plan
+    return count
+
+
+def gemm_plan(model: nn.Module) -> GemmPlan | None:
+    """The GemmPlan of `model`'s packed fp32 linears (None: none packed)."""
+    return next((m.plan for m in model.modules() if isinstance(m, MklPackedLinear)), None)
 
 
 def cpu_has_native_bf16() -> bool:

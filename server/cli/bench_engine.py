@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from turnspec.engine import bench_engine as B
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.core import EngineCore
+    from turnspec.engine.model.cpu_linear import gemm_plan
     from turnspec.tools_grammar.schema import parse_tools
 
     cfg = engine_config_from_args(args)
@@ -86,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     record = {
         "bench": "engine", "date": date.today().isoformat(), "device": cfg.device,
         "cpu": cpu_name(), "threads": torch.get_num_threads(),
+        "cpu_gemm_plan": None if (plan := gemm_plan(core.model)) is None else plan.describe(),
         "dtype": str(cfg.torch_dtype).removeprefix("torch."), "model": cfg.model_dir,
         "max_new_tokens": n, "prompts": len(prompts), "tokens_identical": all(same),
         "concurrency1": {"turnspec_tok_s": ours_tps, "transformers_tok_s": peer_tps,
@@ -111,6 +113,8 @@ def print_table(r: dict) -> None:
     w = 62
     print("\n" + " turnspec bench engine ".center(w, "="))
     print(f"{'device / dtype / threads':<44}{r['device']} {r['dtype']} {r['threads']}")
+    if r.get("cpu_gemm_plan"):
+        print(f"{'cpu fp32 GEMM per row bucket':<44}{r['cpu_gemm_plan']}")
     print(f"{'greedy outputs token-identical':<44}{r['tokens_identical']}")
     print(" concurrency 1 ".center(w, "-"))
     print(f"{'turnspec tok/s':<44}{c1['turnspec_tok_s']:.2f}")

@@ -224,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
               "triton_compiles_timed": compiles - compiles0
               if cfg.device.startswith("cuda") and compiles is not None else None,
               "cpu": cpu_name() if cfg.device == "cpu" else None,
+              "cpu_gemm_plan": _plan_of(plain_core),
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
@@ -265,10 +266,20 @@ def _merged(accs: list[_Acc]) -> _Acc:
     return m
 
 
+def _plan_of(core) -> dict[str, str] | None:
+    """The target's fp32 GEMM backend per row bucket on CPU (engine/model/cpu_gemm_plan.py)."""
+    from turnspec.engine.model.cpu_linear import gemm_plan
+
+    plan = gemm_plan(core.model)
+    return None if plan is None else plan.describe()
+
+
 def print_table(r: dict) -> None:
     print(f"\n{' turnspec bench spec ':=^99}")
     cpu = f" ({r['cpu']})" if r.get('cpu') else ""
     print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
+    if r.get("cpu_gemm_plan"):
+        print(f"cpu fp32 GEMM per row bucket {r['cpu_gemm_plan']}")
     if r.get("triton_compiles_timed"):
         print(f"WARNING: {r['triton_compiles_timed']} Triton kernel variants compiled inside the "
               "timed pass: the configurations that met them first carry their compile time")

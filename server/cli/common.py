@@ -7,6 +7,7 @@ import platform
 
 from turnspec.engine.local import LocalEngineConfig
 from turnspec.engine.local.config import SPEC_POLICY_MODES
+from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 
 def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none") -> None:
@@ -37,6 +38,9 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                         "always admitted); larger amortises per-step overhead in batch work such "
                         "as datagen, smaller keeps decode steps frequent (default: %(default)s)")
     g.add_argument("--threads", type=int, default=None, help="torch threads on CPU")
+    g.add_argument("--cpu-gemm", choices=CPU_GEMMS, default="auto",
+                   help="fp32 GEMM for 1..32 rows on CPU: auto times the backends on the model's "
+                        "weights at load and keeps the fastest per row bucket (default: %(default)s)")
 
 
 def resolve_model_dir(model: str | None) -> str:
@@ -56,7 +60,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         spec_lookup=None if args.spec_lookup is None else args.spec_lookup == "on",
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
-        threads=args.threads)
+        threads=args.threads, cpu_gemm=args.cpu_gemm)
 
 
 def cpu_name() -> str:

@@ -9,6 +9,7 @@ import sys
 
 def build_parser() -> argparse.ArgumentParser:
     from turnspec.server.cli import (
+        bench_cpu_gemm,
         bench_engine,
         bench_frontend,
         bench_load,
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     workload.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (print a table, write JSON)")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
+    bench_cpu_gemm.register(bench_sub)
     bench_engine.register(bench_sub)
     bench_frontend.register_bench(bench_sub)
     bench_load.register(bench_sub)

@@ -1,0 +1,30 @@
+"""LocalEngineConfig checks itself: a bad knob is an error that names it and what was expected."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from turnspec.engine.local.config import LocalEngineConfig
+from turnspec.engine.model.cpu_linear import CPU_GEMMS
+
+
+def test_cpu_gemm_takes_auto_or_a_backend() -> None:
+    for name in CPU_GEMMS:
+        assert LocalEngineConfig(model_dir="m", cpu_gemm=name).cpu_gemm == name
+    assert LocalEngineConfig(model_dir="m").cpu_gemm == "auto"
+    message = f"cpu_gemm: expected one of {CPU_GEMMS}, got 'blas'"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        LocalEngineConfig(model_dir="m", cpu_gemm="blas")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"device": "tpu"}, "device: expected 'cpu' or 'cuda[:N]', got 'tpu'"),
+    ({"max_batch": 0}, "max_batch: expected a positive integer, got 0"),
+    ({"admit_min_free": 40}, "admit_min_free=40: expected at most max_batch=32"),
+    ({"spec_policy": "never"}, "spec_policy: expected one of"),
+])
+def test_bad_knobs_say_what_was_expected(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        LocalEngineConfig(model_dir="m", **kwargs)

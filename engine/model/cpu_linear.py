@@ -106,14 +106,20 @@ def pack_linears(model: nn.Module, gemm: str = "auto") -> int:
         plan = measured_plan(packed, [m.weight.numel() for m in packed], backends)
     else:
         plan = GemmPlan.fixed(gemm)
-    for m in packed:
-        m.plan = plan
+    use_gemm_plan(model, plan)
     return count
 
 
 def gemm_plan(model: nn.Module) -> GemmPlan | None:
     """The GemmPlan of `model`'s packed fp32 linears (None: none packed)."""
     return next((m.plan for m in model.modules() if isinstance(m, MklPackedLinear)), None)
+
+
+def use_gemm_plan(model: nn.Module, plan: GemmPlan) -> None:
+    """Give every packed fp32 linear of `model` this plan (an A/B between plans on one model)."""
+    for m in model.modules():
+        if isinstance(m, MklPackedLinear):
+            m.plan = plan
 
 
 def cpu_has_native_bf16() -> bool:

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.core import EngineCore
     from turnspec.engine.model.cpu_gemm_plan import BACKENDS, GemmPlan
-    from turnspec.engine.model.cpu_linear import MklPackedLinear, gemm_plan
+    from turnspec.engine.model.cpu_linear import MklPackedLinear, gemm_plan, use_gemm_plan
 
     cfg = engine_config_from_args(args)
     if cfg.device != "cpu" or cfg.torch_dtype != torch.float32 or cfg.cpu_gemm != "auto":
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     measured = gemm_plan(core.model)
     if measured is None:
         raise SystemExit("bench cpu-gemm: no packed fp32 linears (torch without MKL?)")
-    mods = [m for m in core.model.modules() if isinstance(m, MklPackedLinear)]
+    onednn = next(m for m in core.model.modules() if isinstance(m, MklPackedLinear)).dnn_weight
     chat = ChatTemplate.from_model_dir(cfg.model_dir, core.tokenizer)
     prompts = [chat.render([{"role": "user", "content": u}]) for u in B.VOICE_PROMPTS]
     seq, batch = prompts[: args.prompts], prompts[: args.batch]
@@ -62,15 +62,14 @@ def run(args: argparse.Namespace) -> int:
     eos = core.tokenizer.eos_token_id
     n = args.max_new_tokens
     plans = {"measured plan": measured, **{b: GemmPlan.fixed(b) for b in BACKENDS
-                                           if b != "onednn" or mods[0].dnn_weight is not None}}
+                                           if b != "onednn" or onednn is not None}}
     B.run_core(core, seq[:1], 4, concurrent=False)           # warm-up (allocations, pools)
     B.run_hf(hf, seq[:1], 4, eos)
     tps: dict[str, dict[str, list[float]]] = {k: {"seq": [], "batch": []} for k in [*plans, "hf"]}
     tokens: dict[str, list[list[int]]] = {}
     for _ in range(args.repeat):
         for name, plan in plans.items():
-            for m in mods:
-                m.plan = plan
+            use_gemm_plan(core.model, plan)
             B.clear_prefix_cache(core)
             r = B.run_core(core, seq, n, concurrent=False)
             tps[name]["seq"].append(sum(map(len, r.tokens)) / sum(r.seconds))
@@ -83,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
         r = B.run_hf(hf, seq, n, eos)
         tps["hf"]["seq"].append(sum(map(len, r.tokens)) / sum(r.seconds))
         tokens.setdefault("hf", r.tokens)
-    for m in mods:
-        m.plan = measured
+    use_gemm_plan(core.model, measured)
     ref = tokens["measured plan"]
     rows = [{"config": name, "seq_tok_s": statistics.median(v["seq"]), "seq_passes": v["seq"],
              "batch_tok_s": statistics.median(v["batch"]) if v["batch"] else None,

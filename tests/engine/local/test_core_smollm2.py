@@ -79,22 +79,20 @@ def test_every_cpu_gemm_backend_gives_the_same_greedy(core: EngineCore) -> None:
     """The measured plan picks a backend per row count (cpu_gemm_plan.py); each one alone gives
     the same greedy tokens, at decode (1 row) and in a batch of 3."""
     from turnspec.engine.model.cpu_gemm_plan import BACKENDS, GemmPlan
-    from turnspec.engine.model.cpu_linear import MklPackedLinear, gemm_plan
+    from turnspec.engine.model.cpu_linear import gemm_plan, use_gemm_plan
 
     measured = gemm_plan(core.model)
     assert measured is not None and measured.source == "measured"   # cpu_gemm="auto"
     ids = [chat_ids(core, p) for p in PROMPTS[:3]]
     want = [generate(core, [p])[0] for p in ids]
-    mods = [m for m in core.model.modules() if isinstance(m, MklPackedLinear)]
     try:
         for backend in BACKENDS:
-            for m in mods:
-                m.plan = GemmPlan.fixed(backend)
+            use_gemm_plan(core.model, GemmPlan.fixed(backend))
+            assert gemm_plan(core.model) == GemmPlan.fixed(backend)
             core.blocks.clear()
             assert generate(core, ids) == want, backend
     finally:
-        for m in mods:
-            m.plan = measured
+        use_gemm_plan(core.model, measured)
         core.blocks.clear()
 
 

@@ -21,14 +21,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from turnspec.engine.model.cpu_gemm_plan import BACKENDS, GemmPlan, measured_plan
+from turnspec.engine.model.cpu_gemm_plan import BACKENDS, ROW_BOUNDS, GemmPlan, measured_plan
 
 
 def mkl_packed_available() -> bool:
     return hasattr(torch.ops.mkl, "_mkl_linear") and torch.backends.mkl.is_available()
 
 
-SMALL_M = 32  # rows up to which a GemmPlan picks the backend; past it MKL packed (prefill)
+SMALL_M = ROW_BOUNDS[-1]  # rows up to which a GemmPlan picks the backend; past it MKL packed
 
 
 class MklPackedLinear(nn.Module):
@@ -70,7 +70,7 @@ class MklPackedLinear(nn.Module):
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
         rows = x2.shape[0]
-        out = self.gemm(x2, self.plan.backend(rows) if rows <= SMALL_M else "mkl_packed")
+        out = self.gemm(x2, self.plan.backend(rows))   # past SMALL_M: MKL packed (prefill)
         return out.view(*shape[:-1], self.out_features)
 
 
@@ -89,6 +89,12 @@ def _swap_linears(model: nn.Module, dtype: torch.dtype, make: type[nn.Module]) -
 CPU_GEMMS = ("auto", *BACKENDS)
 
 
+def cpu_gemm_backends() -> tuple[str, ...]:
+    """The small-row backends this torch has (MklPackedLinear keeps a oneDNN weight exactly
+    where oneDNN is available)."""
+    return BACKENDS if torch.backends.mkldnn.is_available() else ("mkl_packed", "torch")
+
+
 def pack_linears(model: nn.Module, gemm: str = "auto") -> int:
     """Replace every fp32 CPU nn.Linear in `model` with MklPackedLinear; returns the count.
     `gemm` picks the backend for up to SMALL_M rows: "auto" times them on this model's weights
@@ -102,8 +108,7 @@ def pack_linears(model: nn.Module, gemm: str = "auto") -> int:
     if not packed:
         return count
     if gemm == "auto":
-        backends = BACKENDS if packed[0].dnn_weight is not None else ("mkl_packed", "torch")
-        plan = measured_plan(packed, [m.weight.numel() for m in packed], backends)
+        plan = measured_plan(packed, [m.weight.numel() for m in packed], cpu_gemm_backends())
     else:
         plan = GemmPlan.fixed(gemm)
     use_gemm_plan(model, plan)

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from turnspec.engine import bench_engine as B
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.core import EngineCore
-    from turnspec.engine.model.cpu_gemm_plan import BACKENDS, GemmPlan
-    from turnspec.engine.model.cpu_linear import MklPackedLinear, gemm_plan, use_gemm_plan
+    from turnspec.engine.model.cpu_gemm_plan import GemmPlan
+    from turnspec.engine.model.cpu_linear import cpu_gemm_backends, gemm_plan, use_gemm_plan
 
     cfg = engine_config_from_args(args)
     if cfg.device != "cpu" or cfg.torch_dtype != torch.float32 or cfg.cpu_gemm != "auto":
@@ -54,15 +54,13 @@ def run(args: argparse.Namespace) -> int:
     measured = gemm_plan(core.model)
     if measured is None:
         raise SystemExit("bench cpu-gemm: no packed fp32 linears (torch without MKL?)")
-    onednn = next(m for m in core.model.modules() if isinstance(m, MklPackedLinear)).dnn_weight
     chat = ChatTemplate.from_model_dir(cfg.model_dir, core.tokenizer)
     prompts = [chat.render([{"role": "user", "content": u}]) for u in B.VOICE_PROMPTS]
     seq, batch = prompts[: args.prompts], prompts[: args.batch]
     hf = AutoModelForCausalLM.from_pretrained(cfg.model_dir, dtype=torch.float32).eval()
     eos = core.tokenizer.eos_token_id
     n = args.max_new_tokens
-    plans = {"measured plan": measured, **{b: GemmPlan.fixed(b) for b in BACKENDS
-                                           if b != "onednn" or onednn is not None}}
+    plans = {"measured plan": measured, **{b: GemmPlan.fixed(b) for b in cpu_gemm_backends()}}
     B.run_core(core, seq[:1], 4, concurrent=False)           # warm-up (allocations, pools)
     B.run_hf(hf, seq[:1], 4, eos)
     tps: dict[str, dict[str, list[float]]] = {k: {"seq": [], "batch": []} for k in [*plans, "hf"]}

@@ -39,7 +39,9 @@ class LocalEngineConfig:
     # prompt-lookup drafts where the drafter expects little (spec_step.py, ngram.py); None: on
     # on CPU (measured there, docs/benchmarks.md), off on CUDA (not measured there yet)
     spec_lookup: bool | None = None
-    threads: int | None = None  # torch intra-op threads on CPU (None: torch's default)
+    # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
+    # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
+    threads: int | None = None
     # fp32 GEMM for 1..32 rows on CPU: "auto" times oneDNN / MKL packed / torch on the model's
     # weights at load and keeps the fastest per row bucket (engine/model/cpu_gemm_plan.py)
     cpu_gemm: str = "auto"
@@ -58,6 +60,9 @@ class LocalEngineConfig:
         if self.admit_min_free > self.max_batch:
             raise ValueError(f"admit_min_free={self.admit_min_free}: expected at most "
                              f"max_batch={self.max_batch} (more slots than a batch has never free up)")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError("threads: expected a positive integer or None (torch's default), "
+                             f"got {self.threads!r}")
         if self.max_context is not None and self.max_context < 2:
             raise ValueError(f"max_context: expected >= 2, got {self.max_context}")
         if self.kv_memory_gb is not None and self.kv_memory_gb <= 0:

@@ -49,6 +49,12 @@ read -r -a SPX <<< "${DATAGEN_SPECS:-none}"
 # 1024 planned prompts (every call ends in a tail of a few long answers: 28% of run 11's hit the
 # 160-token cap, the median is 43); "stream" keeps all 512 slots busy across the whole shard.
 read -r -a FD <<< "${DATAGEN_FEEDS:-stream}"
+# DATAGEN_THREADS: --threads per datagen shard, cycled like PREFILLS ("-": torch's default, one
+# intra-op thread per host core). Run 19's CPU fields: beside a shard's main thread (~179 s of
+# CPU) sixteen other threads used ~23 s each, evenly, i.e. torch's intra-op pool (16 = the
+# host's cores) spinning between a decode step's small host-side ops; six shards ran 96 such
+# threads on 16 cores. "1 -" is an A/B in one run: each shard's last line says its CPU and tok/s.
+read -r -a TH <<< "${DATAGEN_THREADS:--}"
 mkdir -p runs/out
 # The host's busiest processes every 15 s (top), from datagen to the end of training. Run 17:
 # nothing else ran beside the slow first training steps, so the host is not their cause; but its
@@ -82,7 +88,8 @@ for r in $DATA/responses-*.jsonl.* .gpu-carry/responses/*.jsonl.gz; do [ -f "$r"
     > runs/unpack-$j.out 2>&1 &
   j=$((j + 1)); done
 for i in $(seq 0 $((NS - 1))); do
-  ts speculator datagen $datagen --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --speculator "${SPX[i % ${#SPX[@]}]}" --feed "${FD[i % ${#FD[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
+  th=${TH[i % ${#TH[@]}]}; if [ "$th" = - ]; then th=; else th="--threads $th"; fi
+  ts speculator datagen $datagen $th --max-prefill-tokens "${PF[i % ${#PF[@]}]}" --speculator "${SPX[i % ${#SPX[@]}]}" --feed "${FD[i % ${#FD[@]}]}" --shard $i/$NS --out runs/dflash-data-s$i > runs/datagen-s$i.out 2>&1 &
 done
 wait
 tail -n 1 runs/datagen-s*.out

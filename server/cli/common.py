@@ -37,7 +37,7 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="prompt tokens one prefill step may take (the first prompt of a step is "
                         "always admitted); larger amortises per-step overhead in batch work such "
                         "as datagen, smaller keeps decode steps frequent (default: %(default)s)")
-    g.add_argument("--threads", type=int, default=None, help="torch threads on CPU")
+    g.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's, one per core)")
     g.add_argument("--cpu-gemm", choices=CPU_GEMMS, default="auto",
                    help="fp32 GEMM for 1..32 rows on CPU: auto times the backends on the model's "
                         "weights at load and keeps the fastest per row bucket (default: %(default)s)")

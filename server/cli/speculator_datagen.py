@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def run_datagen(args: argparse.Namespace) -> int:
+    import torch
+
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local import LocalEngine
     from turnspec.engine.protocol import SamplingParams
@@ -72,7 +74,7 @@ def run_datagen(args: argparse.Namespace) -> int:
             "skipped_long_prompts": skipped, "seed": args.seed,
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
             "speculator": args.speculator, "feed": args.feed,
-            "admit_min_free": cfg.admit_min_free,
+            "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),
             "shard": f"{args.shard[0]}/{args.shard[1]}"}
     counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
     # CPU of the answering part: the main thread steps the engine; the others are native threads

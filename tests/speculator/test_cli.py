@@ -95,9 +95,16 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
     ids = []
     for i in range(2):
         out = tmp_path / f"s{i}"
-        prefill = ["--max-prefill-tokens", "64"] if i else []   # shard 1: one prompt per prefill step
-        assert _run("speculator", "datagen", "--out", str(out), "--shard", f"{i}/2", *common,
-                    *prefill) == 0
+        # shard 1: one prompt per prefill step, on one torch thread (pipeline DATAGEN_THREADS)
+        knobs = ["--max-prefill-tokens", "64", "--threads", "1"] if i else []
+        threads = torch.get_num_threads()
+        try:
+            assert _run("speculator", "datagen", "--out", str(out), "--shard", f"{i}/2", *common,
+                        *knobs) == 0
+            used = torch.get_num_threads()
+        finally:
+            torch.set_num_threads(threads)   # the CLI ran in this process
+        assert used == (1 if i else threads)
         stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert stats["written"] == stats["prompts"] > 0
         assert stats["engine_load_s"] > 0 and stats["prompts_build_s"] >= 0
@@ -111,7 +118,7 @@ def test_datagen_shard(smollm2_dir, tmp_path, capsys):
         assert 0 <= stats["prompts_build_cpu_s"] <= stats["prompts_build_s"] + 0.1
         meta = json.loads((out / "meta.json").read_text())
         assert meta["shard"] == f"{i}/2" and meta["max_prefill_tokens"] == (64 if i else 4096)
-        assert meta["speculator"] == "none"
+        assert meta["speculator"] == "none" and meta["threads"] == used
         ids.append({json.loads(line)["id"] for line in (out / "samples.jsonl").open()})
     assert ids[0] and ids[1] and not ids[0] & ids[1]
     for bad in ("2/2", "x", "1/0"):

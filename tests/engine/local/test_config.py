@@ -24,6 +24,7 @@ def test_cpu_gemm_takes_auto_or_a_backend() -> None:
     ({"max_batch": 0}, "max_batch: expected a positive integer, got 0"),
     ({"admit_min_free": 40}, "admit_min_free=40: expected at most max_batch=32"),
     ({"spec_policy": "never"}, "spec_policy: expected one of"),
+    ({"threads": 0}, "threads: expected a positive integer or None (torch's default), got 0"),
 ])
 def test_bad_knobs_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

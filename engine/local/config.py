@@ -43,7 +43,8 @@ class LocalEngineConfig:
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
     # fp32 GEMM for 1..32 rows on CPU: "auto" times oneDNN / MKL packed / torch on the model's
-    # weights at load and keeps the fastest per row bucket (engine/model/cpu_gemm_plan.py)
+    # weights at load and per row bucket keeps F.linear unless a packed one is >= 5% faster
+    # (engine/model/cpu_gemm_plan.py)
     cpu_gemm: str = "auto"
 
     def __post_init__(self) -> None:

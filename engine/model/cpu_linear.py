@@ -1,7 +1,8 @@
 """CPU fast paths for fp32 linears, picked by the number of rows M.
 
 - 1 <= M <= 32 (decode, speculative verify): the backend that `cpu_gemm_plan.measured_plan`
-  found fastest on this CPU for M's bucket, among oneDNN, MKL packed and torch's F.linear.
+  chose on this CPU for M's bucket, among oneDNN, MKL packed and torch's F.linear (F.linear
+  unless a packed one is clearly faster).
   oneDNN, with its own blocked weight layout, is called on dense activations
   (`mkldnn._linear_pointwise`: no per-call conversion of the input and output to oneDNN
   tensors, which cost ~3.5 ms a verify step over the 121 linears). Dev EPYC,

@@ -40,7 +40,8 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's, one per core)")
     g.add_argument("--cpu-gemm", choices=CPU_GEMMS, default="auto",
                    help="fp32 GEMM for 1..32 rows on CPU: auto times the backends on the model's "
-                        "weights at load and keeps the fastest per row bucket (default: %(default)s)")
+                        "weights at load and per row bucket keeps F.linear unless a packed one is "
+                        ">= 5%% faster (default: %(default)s)")
 
 
 def resolve_model_dir(model: str | None) -> str:

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from turnspec.engine.model.cpu_gemm_plan import BACKENDS, ROW_BOUNDS, GemmPlan, measured_plan
+from turnspec.engine.model.cpu_gemm_plan import (
+    BACKENDS,
+    MARGIN,
+    ROW_BOUNDS,
+    GemmPlan,
+    measured_plan,
+)
 
 
 def test_backend_per_row_bucket() -> None:
@@ -55,6 +61,26 @@ def test_measured_plan_takes_the_fastest_per_bucket_and_samples_every_kth() -> N
     assert plan.measured_ms[0] == {"onednn": 11e3, "mkl_packed": 99e3, "torch": 22e3}
     assert [m.calls for m in linears] == [54, 0, 0, 0, 0, 54, 54, 0, 0, 0, 0]  # 6 x 3 x 3 passes
     assert measured_plan(linears, sizes, max_timed=3) is plan   # cached: same shapes
+
+
+def test_a_packed_backend_must_beat_torch_by_the_margin() -> None:
+    """Within MARGIN of F.linear is noise (the plan flipped between processes); a clear win is
+    taken. Buckets: 1 row mkl_packed 3% faster (torch kept), 2 rows onednn 10% faster (taken),
+    4+ rows torch fastest; without torch timed it is the plain argmin."""
+    assert MARGIN == 0.05
+    faster = {1: ("mkl_packed", 0.97), 2: ("onednn", 0.90)}
+
+    def cost(backend: str, rows: int) -> float:
+        name, f = faster.get(rows, ("", 1.0))
+        return 1.0 * f if backend == name else 1.0 if backend == "torch" else 1.5
+
+    clock = [0.0]
+    linears = [_Clocked(clock, cost, in_features=8 + i) for i in range(3)]  # a fresh cache key
+    plan = measured_plan(linears, [10, 20, 30], clock=lambda: clock[0])
+    assert plan.choice == ("torch", "onednn") + ("torch",) * 4
+    packed = measured_plan(linears, [10, 20, 30], backends=("onednn", "mkl_packed"),
+                           clock=lambda: clock[0])
+    assert packed.choice[0] == "mkl_packed"
 
 
 def test_measured_plan_checks_its_arguments() -> None:

@@ -121,6 +121,12 @@ def gemm_plan(model: nn.Module) -> GemmPlan | None:
     return next((m.plan for m in model.modules() if isinstance(m, MklPackedLinear)), None)
 
 
+def describe_gemm_plan(model: nn.Module) -> dict[str, str] | None:
+    """`gemm_plan(model).describe()` for benchmark JSON and tables (None: none packed)."""
+    plan = gemm_plan(model)
+    return None if plan is None else plan.describe()
+
+
 def use_gemm_plan(model: nn.Module, plan: GemmPlan) -> None:
     """Give every packed fp32 linear of `model` this plan (an A/B between plans on one model)."""
     for m in model.modules():

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from turnspec.engine import bench_engine as B
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.core import EngineCore
-    from turnspec.engine.model.cpu_linear import gemm_plan
+    from turnspec.engine.model.cpu_linear import describe_gemm_plan
     from turnspec.tools_grammar.schema import parse_tools
 
     cfg = engine_config_from_args(args)
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     record = {
         "bench": "engine", "date": date.today().isoformat(), "device": cfg.device,
         "cpu": cpu_name(), "threads": torch.get_num_threads(),
-        "cpu_gemm_plan": None if (plan := gemm_plan(core.model)) is None else plan.describe(),
+        "cpu_gemm_plan": describe_gemm_plan(core.model),
         "dtype": str(cfg.torch_dtype).removeprefix("torch."), "model": cfg.model_dir,
         "max_new_tokens": n, "prompts": len(prompts), "tokens_identical": all(same),
         "concurrency1": {"turnspec_tok_s": ours_tps, "transformers_tok_s": peer_tps,

@@ -149,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from turnspec.engine.local.core import EngineCore
+    from turnspec.engine.model.cpu_linear import describe_gemm_plan
     from turnspec.kernels.jit_stats import compiled_variants
     from turnspec.speculator.data import read_samples
 
@@ -224,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
               "triton_compiles_timed": compiles - compiles0
               if cfg.device.startswith("cuda") and compiles is not None else None,
               "cpu": cpu_name() if cfg.device == "cpu" else None,
-              "cpu_gemm_plan": _plan_of(plain_core),
+              "cpu_gemm_plan": describe_gemm_plan(plain_core.model),
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
@@ -264,14 +265,6 @@ def _merged(accs: list[_Acc]) -> _Acc:
         m.tokens += a.tokens
         m.secs, m.steps, m.committed = m.secs + a.secs, m.steps + a.steps, m.committed + a.committed
     return m
-
-
-def _plan_of(core) -> dict[str, str] | None:
-    """The target's fp32 GEMM backend per row bucket on CPU (engine/model/cpu_gemm_plan.py)."""
-    from turnspec.engine.model.cpu_linear import gemm_plan
-
-    plan = gemm_plan(core.model)
-    return None if plan is None else plan.describe()
 
 
 def print_table(r: dict) -> None:

@@ -53,8 +53,11 @@ read -r -a FD <<< "${DATAGEN_FEEDS:-stream}"
 # intra-op thread per host core). Run 19's CPU fields: beside a shard's main thread (~179 s of
 # CPU) sixteen other threads used ~23 s each, evenly, i.e. torch's intra-op pool (16 = the
 # host's cores) spinning between a decode step's small host-side ops; six shards ran 96 such
-# threads on 16 cores. "1 -" is an A/B in one run: each shard's last line says its CPU and tok/s.
-read -r -a TH <<< "${DATAGEN_THREADS:--}"
+# threads on 16 cores. Run 20's A/B ("1 -"): shards on one thread answered 19% faster (6,400-
+# 6,450 response tok/s against 5,330-5,450) with a third of the CPU, so on CUDA the default is
+# one thread a shard; on CPU the engine's own threads do the work, so torch's default stays.
+[ "$DEV" = cuda ] && th_default=1 || th_default=-
+read -r -a TH <<< "${DATAGEN_THREADS:-$th_default}"
 mkdir -p runs/out
 # The host's busiest processes every 15 s (top), from datagen to the end of training. Run 17:
 # nothing else ran beside the slow first training steps, so the host is not their cause; but its
@@ -62,6 +65,12 @@ mkdir -p runs/out
 # for the same work. Run 18's top: a saturated host, not slow cores (95-98% busy while the
 # rebuilds ran beside six shards at 190-250% CPU each; the shards alone ~85% while decoding).
 { top -b -c -d 15 -w 200 -o %CPU | awk '/^top -/ {n = 0} n++ < 22 {print; fflush()}' > runs/out/host-top.txt 2>&1 & echo $! > runs/ps.pid; disown $!; }  # not in `wait`
+# The GPU's clocks, power and utilisation every 5 s from datagen to the end of training: runs
+# 12-14 ran their first ~800 steps ~25% slower, with every phase of a logged step ~2x slower
+# together at times (expandable segments, run 14, did not change it). Since run 21 it covers
+# datagen too: run 20's one-thread shards answered faster, and whether six of them fill the GPU
+# decides if more shards pay.
+[ "$DEV" = cuda ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used --format=csv -l 5 > runs/out/gpu-during-train.csv 2>&1 & echo $! > runs/smi.pid; disown $!; }  # not in `wait`
 # NS datagen processes share the GPU (one engine is launch-bound); each answers every NS-th
 # conversation (whole calls: a turn's prefill reuses the previous turn's KV).
 datagen="--device $DEV --tool-conversations $TC --heldout-conversations 200 --max-new-tokens 160 --time-budget $DG --seed $SEED --readback-frac $RB --dictation-frac $DI --synthetic-conversations $SY --synthetic-heldout $SYH --workload $WL --no-progress --max-batch ${MAX_BATCH:-512} --kv-memory-gb ${KV_GB:-$((90 / NS))} --batch-size 1024"
@@ -98,6 +107,9 @@ python3 - "$NS" <<'PY'
 import glob, json, sys
 shards = [json.loads(open(f).read().strip().splitlines()[-1]) for f in sorted(glob.glob("runs/datagen-s*.out"))]
 meta = json.load(open("runs/dflash-data-s0/meta.json"))
+for s, f in zip(shards, sorted(glob.glob("runs/dflash-data-s*/meta.json"))):
+    s["threads"] = json.load(open(f)).get("threads")  # shard 0's alone would stand for all
+meta["threads"] = sorted({s["threads"] for s in shards}, key=str)
 meta.update(shard=f"all {sys.argv[1]} (samples.jsonl concatenated)", shards=shards,
             prompts=sum(s["prompts"] for s in shards), written=sum(s["written"] for s in shards),
             response_tokens=sum(s["response_tokens"] for s in shards))
@@ -141,17 +153,13 @@ fi
 # cosine from the committed drafter, and runs 16-17's loss rose for the first ~600 steps
 # (0.84 -> 0.93) before it fell: a lower peak may keep more of what the drafter holds.
 common="--data runs/dflash-train --device $DEV --layers $L --batch-size 64 --anchors 64 --epochs 200 --time-budget $TB --eval-every $EE --eval-samples 128 --log-every 100 --no-progress --final-eval-samples 256${LR:+ --lr $LR}"
-# The GPU's clocks, power and utilisation every 5 s while the drafters train: runs 12-14 ran
-# their first ~800 steps ~25% slower, with every phase of a logged step ~2x slower together at
-# times; expandable segments (run 14) did not change it, so look at the device next.
-[ "$DEV" = cuda ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used --format=csv -l 5 > runs/out/gpu-during-train.csv 2>&1 & echo $! > runs/smi.pid; disown $!; }  # not in `wait`
 ts speculator train $common $init --out runs/dflash-smollm2 > runs/train-main.out 2>&1 &
 [ "$GEN" = 1 ] && ts speculator train $common --train-sources generic --out runs/dflash-generic > runs/train-generic.out 2>&1 &
 [ "$SOFT" != 0 ] && ts speculator train $common $init --soft-weight $SOFT --out runs/dflash-soft > runs/train-soft.out 2>&1 &
 wait
 [ -f runs/smi.pid ] && kill "$(cat runs/smi.pid)" 2>/dev/null
 [ -f runs/ps.pid ] && kill "$(cat runs/ps.pid)" 2>/dev/null
-repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --feed F --shard I/$NS (I = 0..$((NS - 1)) in parallel, P, X and F = shard I's of [${PF[*]}], [${SPX[*]}] and [${FD[*]}] cycled, samples.jsonl concatenated)"
+repro_d="turnspec speculator datagen $datagen --max-prefill-tokens P --speculator X --feed F --threads T --shard I/$NS (I = 0..$((NS - 1)) in parallel, P, X, F and T = shard I's of [${PF[*]}], [${SPX[*]}], [${FD[*]}] and [${TH[*]}] cycled, '-' meaning no --threads, samples.jsonl concatenated)"
 repro_t="turnspec speculator train $common $init --out runs/dflash-smollm2"
 ts speculator export --checkpoint runs/dflash-smollm2 --out runs/export/smollm2-dflash --reproduce "$repro_d" --reproduce "$repro_t"
 [ "$GEN" = 1 ] && ts speculator export --checkpoint runs/dflash-generic --out runs/export/smollm2-dflash-generic --reproduce "$repro_t --train-sources generic"

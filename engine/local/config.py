@@ -31,7 +31,7 @@ class LocalEngineConfig:
     # finishes (scheduler.py)
     admit_min_free: int = 1
     speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
-    spec_block_size: int | None = None  # None: the drafter's trained block (capped on CPU, see core.py)
+    spec_block_size: int | None = None  # None: the drafter's trained block
     spec_policy: str = "adaptive"  # "adaptive": pause speculation where it does not pay | "always"
     # verify only drafts with cumulative drafter probability >= this (spec_step.py); None:
     # CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with its length there), 0 on CUDA

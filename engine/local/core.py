@@ -42,9 +42,6 @@ from turnspec.engine.protocol import (
 
 log = logging.getLogger("turnspec.engine")
 
-# Best block on the 2-core dev CPU with the default 4-layer drafter (docs/benchmarks.md, bench
-# spec 2026-11-29, 16 held-out tool turns: B=8 ahead of 6 and 16): verify cost grows with B on CPU.
-CPU_SPEC_BLOCK = 8
 # Confidence-truncated verify on CPU (spec_step.py): a draft is verified while the drafter's
 # cumulative probability stays >= this (docs/notes/2026-11-30-cpu-spec-step.md).
 CPU_SPEC_MIN_CONFIDENCE = 0.1
@@ -109,8 +106,10 @@ class EngineCore:
             if cfg.spec_block_size and cfg.spec_block_size > trained:
                 raise ValueError(f"spec_block_size={cfg.spec_block_size}: the drafter was trained with "
                                  f"block size {trained}; serve at most that (DFlash paper, Table 8)")
-            default = min(CPU_SPEC_BLOCK, trained) if device.type == "cpu" else trained
-            self.spec_block = cfg.spec_block_size or default
+            # the trained block on CPU too: B=8 led there (2026-11-29) until confidence-truncated
+            # verify (spec_step.py) made a long block cost only what the drafter is sure of;
+            # since then B=16 leads (docs/benchmarks.md, bench spec 2026-12-02: 2.12x vs 2.00x)
+            self.spec_block = cfg.spec_block_size or trained
         on_cpu = device.type == "cpu"  # where a verify's cost grows with its length
         self.policy = SpecPolicy(
             mode=cfg.spec_policy,

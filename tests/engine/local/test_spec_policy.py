@@ -46,6 +46,21 @@ def test_unprofitable_sequence_backs_off_doubling_then_probes() -> None:
     assert pauses == [4, 8, 16, 16]
 
 
+def test_first_pause_is_one_plain_step_by_default() -> None:
+    """A tool turn's misses are mostly one-offs before predictable text again: the first pause
+    is a single plain step, and only misses that run on double it (1, 2, 4)."""
+    p, s = SpecPolicy(initial_cost=2.0), _Seq()
+    for _ in range(5):
+        p.after_spec_step(s, 6)                  # a predictable stretch
+    while p.speculates(s):
+        p.after_spec_step(s, 1)                  # then misses until the EMA drops below c
+    pauses = []
+    for _ in range(3):
+        pauses.append(_plain_steps_until_probe(p, s))
+        p.after_spec_step(s, 1)
+    assert pauses == [1, 2, 4]
+
+
 def test_profitable_sequence_keeps_speculating_and_a_good_probe_resumes() -> None:
     p, s = SpecPolicy(initial_cost=2.0), _Seq()
     for _ in range(50):

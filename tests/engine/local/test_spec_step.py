@@ -212,3 +212,12 @@ def test_kv_budget_counts_each_pool_in_its_own_dtype(tmp_path: Path, dtype: str)
     per_block = used / core.blocks.num_blocks
     budget = core.cfg.kv_memory_gb * 2**30
     assert budget - per_block < used <= budget
+
+
+def test_default_block_is_the_drafters_on_cpu_too(tmp_path: Path) -> None:
+    """No per-device cap: with confidence-truncated verify B=16 leads B=8 on CPU as well
+    (docs/benchmarks.md, bench spec 2026-12-02), so the engine serves the trained block."""
+    vocab = 14
+    target = make_target(tmp_path, vocab, 0)
+    core = engine(target, vocab, make_drafter(target, 12, 0))
+    assert core.runner.device.type == "cpu" and core.spec_block == 12

@@ -35,9 +35,10 @@ class SpecPolicy:
     mode: str = "adaptive"
     initial_cost: float = 2.0      # spec step / plain step, until both are measured
     ema_alpha: float = 0.3         # weight of the newest spec step in a sequence's tau EMA
-    # plain steps after the first unprofitable verdict. 1, not 4 (2026-12-02): a tool turn's
-    # misses are mostly one-offs (a name, a number) before predictable text again, and a
-    # pause of 4 gave up those tokens' speculation; runs of misses still double to max_backoff
+    # plain steps after the first unprofitable verdict. 1, not 4: a tool turn's misses are
+    # short, and a first pause of 4 cost tool turns 6% against always-on speculation; with 1
+    # the two are level and generic turns keep adaptive's gain (docs/benchmarks.md, bench spec
+    # 2026-12-02, CPU). Misses that run on still double the pause up to max_backoff.
     min_backoff: int = 1
     max_backoff: int = 64
     min_confidence: float = 0.0    # verify drafts while their cumulative probability >= this

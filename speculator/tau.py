@@ -12,7 +12,7 @@ tau = generated tokens / steps here equals the online greedy acceptance length (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -100,6 +100,32 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
     """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and
     steps [b] per sequence)."""
     dev = target.device
+    b = len(seqs)
+    hist = torch.zeros(blk, dtype=torch.long, device=dev)
+    row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
+    row_steps = torch.zeros(b, dtype=torch.long, device=dev)
+    for step in replay_steps(drafter, target, seqs, blk, max_len):
+        hist += torch.bincount((step.produced - 1)[step.active], minlength=blk)
+        row_tokens += torch.where(step.active, step.produced, 0)
+        row_steps += step.active
+    return hist, row_tokens, row_steps
+
+
+@dataclass(slots=True, frozen=True)
+class ReplayStep:
+    """One greedy verify step of a replayed batch (rows whose sequence has ended are inactive)."""
+    ids: Tensor        # [b, S + blk] the sequences, zero-padded
+    anchor: Tensor     # [b] the block's anchor position
+    accepted: Tensor   # [b] drafts accepted (0..blk-1)
+    produced: Tensor   # [b] tokens this step commits (accepted + bonus, cut at the end)
+    active: Tensor     # [b] bool
+
+
+def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
+                 max_len: int) -> Iterator[ReplayStep]:
+    """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
+    (scripts/analysis/tau_misses.py reads which token each step stopped at)."""
+    dev = target.device
     lens = [min(len(s.input_ids), max_len) for s in seqs]
     width = max(lens)
     ids = torch.zeros(len(seqs), width + blk, dtype=torch.long)             # padded for gathers
@@ -115,9 +141,6 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
         kv = drafter.context_kv(ctx, torch.arange(width, device=dev).expand(b, width))
         ks, vs = [k for k, _ in kv], [v for _, v in kv]
         offs = torch.arange(blk, device=dev)
-        hist = torch.zeros(blk, dtype=torch.long, device=dev)
-        row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
-        row_steps = torch.zeros(b, dtype=torch.long, device=dev)
         while True:
             active = anchor < end                                          # [b]
             if not bool(active.any()):                                     # one sync per step
@@ -130,8 +153,5 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
             hit = (drafts == truth) & (pos[:, 1:] <= end[:, None])
             accepted = hit.long().cumprod(-1).sum(-1)                      # [b]
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
-            hist += torch.bincount((produced - 1)[active], minlength=blk)
-            row_tokens += torch.where(active, produced, 0)
-            row_steps += active
+            yield ReplayStep(ids, anchor, accepted, produced, active)
             anchor = torch.where(active, anchor + produced, anchor)
-    return hist, row_tokens, row_steps

@@ -17,7 +17,7 @@ from turnspec.speculator import train_io
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.export import load_drafter
 from turnspec.speculator.target import FrozenTarget
-from turnspec.speculator.tau import evaluate_tau
+from turnspec.speculator.tau import evaluate_tau, replay_steps
 from turnspec.speculator.train import TrainConfig, train
 
 
@@ -114,6 +114,16 @@ def test_offline_tau_equals_online_greedy_decoding(trained, tiny_data, tiny_targ
     assert r.tau == sum(n * c for n, c in online.items()) / sum(online.values())
     assert r.tau > 1.5
     assert r.ci90[0] <= r.tau <= r.ci90[1]
+    # step by step (scripts/analysis/tau_misses.py): each active row's anchor moves on by what
+    # it produced, from the prompt's end, and the steps add up to the same tau
+    seqs = sorted(replayed, key=lambda s: len(s.input_ids))
+    steps = list(replay_steps(drafter, frozen, seqs, 4, 2048))
+    nxt = torch.tensor([s.prompt_len for s in seqs])
+    for st in steps:
+        assert torch.equal(st.anchor[st.active], nxt[st.active])
+        assert bool((st.produced[st.active] <= st.accepted[st.active] + 1).all())
+        nxt = torch.where(st.active, st.anchor + st.produced, nxt)
+    assert sum(int(st.produced[st.active].sum()) for st in steps) == r.tokens
 
 
 def test_resume_reaches_the_same_weights(tiny_data, tiny_target_dir, tmp_path, monkeypatch):

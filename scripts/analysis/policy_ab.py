@@ -1,0 +1,60 @@
+"""Adaptive against always-on speculation on one engine, interleaved per prompt, no plain core.
+
+usage: python scripts/analysis/policy_ab.py [--data models/assets/smollm2-dflash/heldout-run7.jsonl]
+           [--source tools] [--n 16] [--max-new-tokens 64] [--passes 2] [--speculator default]
+
+`turnspec bench spec` runs a plain engine (a second model in memory) before each prompt's spec
+configurations. This runs only the spec engine, the two policies back to back on each prompt
+(each policy keeps its own measured step prices across the prompts, as in the bench), to tell
+whether a gap between them in the bench belongs to the policies or to the bench's conditions.
+Prints tok/s (decode time, first token to last) and the share of tokens from spec steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from turnspec.engine import bench_engine as B
+from turnspec.engine.local.config import LocalEngineConfig
+from turnspec.engine.local.core import EngineCore
+from turnspec.engine.local.spec_policy import SpecPolicy
+from turnspec.server.cli.common import resolve_model_dir
+from turnspec.speculator.data import read_samples
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default="models/assets/smollm2-dflash/heldout-run7.jsonl")
+    p.add_argument("--source", default="tools")
+    p.add_argument("--n", type=int, default=16)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--speculator", default="default")
+    args = p.parse_args()
+    core = EngineCore(LocalEngineConfig(model_dir=resolve_model_dir(None), speculator=args.speculator))
+    held = [s for s in read_samples(args.data) if s.split == "heldout" and s.source == args.source]
+    prompts = [list(s.input_ids[: s.prompt_len]) for s in held[: args.n]]
+    if not prompts:
+        raise SystemExit(f"{args.data}: no held-out {args.source!r} samples")
+    d = core.policy  # the engine's defaults for this device (confidence, lookup)
+    policies = {m: SpecPolicy(mode=m, min_confidence=d.min_confidence, lookup=d.lookup)
+                for m in ("always", "adaptive")}
+    tot = {m: {"tokens": 0, "seconds": 0.0, "spec_tokens": 0} for m in policies}
+    for _ in range(args.passes):
+        for prompt in prompts:
+            for mode, policy in policies.items():
+                core.policy = policy
+                B.clear_prefix_cache(core)
+                r = B.run_core(core, [prompt], args.max_new_tokens, concurrent=False,
+                               spec_block_size=core.drafter.config.block_size)
+                t = tot[mode]
+                t["tokens"] += len(r.tokens[0]) - 1             # after the first (prefill's)
+                t["seconds"] += r.seconds[0] - r.ttft_ms[0] / 1000.0
+                t["spec_tokens"] += r.spec[0].committed_tokens if r.spec[0] else 0
+    for mode, t in tot.items():
+        print(f"{mode:9} {t['tokens'] / t['seconds']:7.2f} tok/s  {t['tokens']:5d} tokens in "
+              f"{t['seconds']:6.2f} s  spec tokens {t['spec_tokens'] / t['tokens']:.1%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,9 +2,9 @@
 
 A speculative step costs `c` plain decode steps on this hardware (a drafter pass plus a
 B-token verify) and yields tau tokens, so it pays only while tau > c. Each sequence keeps an
-EMA of its tokens per spec step (seeded optimistic); while the EMA is below `c` the sequence
-decodes plainly for a back-off period that doubles each time a probe fails (min_backoff ..
-max_backoff steps), then probes one spec step again. Text the drafter cannot predict (generic
+EMA of its tokens per spec step (seeded optimistic); while the EMA is below `pause_below * c`
+(a clear loss, not break-even) the sequence decodes plainly for a back-off period that doubles
+each time a probe fails (min_backoff .. max_backoff steps), then probes one spec step again. Text the drafter cannot predict (generic
 chat at tau ~1.2, a one-off confirmation in a tool turn) then runs at plain speed instead of
 paying for rejected drafts; predictable stretches keep speculating.
 
@@ -40,6 +40,11 @@ class SpecPolicy:
     # the two are level and generic turns keep adaptive's gain (docs/benchmarks.md, bench spec
     # 2026-12-02, CPU). Misses that run on still double the pause up to max_backoff.
     min_backoff: int = 1
+    # pause while the EMA is below pause_below x the price, not at break-even (1): on tool turns
+    # a pause near break-even cost 1.5-5% against always-on speculation, while 0.75 kept level
+    # with it and kept generic turns' gain (+4.7%; scripts/analysis/policy_ab.py, run-21
+    # drafter, CPU, 2026-12-02: docs/benchmarks.md).
+    pause_below: float = 0.75
     max_backoff: int = 64
     min_confidence: float = 0.0    # verify drafts while their cumulative probability >= this
     lookup: bool = False           # prompt-lookup drafts where the drafter expects little
@@ -53,6 +58,7 @@ class SpecPolicy:
             raise ValueError(f"spec policy mode: expected one of {MODES}, got {self.mode!r}")
         if not (self.initial_cost >= 1.0 and 0 < self.ema_alpha <= 1 and 0 < self.time_alpha <= 1
                 and 1 <= self.min_backoff <= self.max_backoff and 0 <= self.min_confidence < 1
+                and 0 < self.pause_below <= 1
                 and self.lookup_below >= 0):
             raise ValueError(f"spec policy: invalid parameters {self}")
 
@@ -69,7 +75,7 @@ class SpecPolicy:
     def after_spec_step(self, seq: Sequence, committed: int) -> None:
         prev = seq.spec_ema if seq.spec_ema is not None else self.cost + 1.0
         seq.spec_ema = (1.0 - self.ema_alpha) * prev + self.ema_alpha * committed
-        if seq.spec_ema < self.cost:
+        if seq.spec_ema < self.pause_below * self.cost:
             seq.spec_backoff = min(max(2 * seq.spec_backoff, self.min_backoff), self.max_backoff)
             seq.spec_pause = seq.spec_backoff
         else:

@@ -1,7 +1,7 @@
 """Adaptive against always-on speculation on one engine, interleaved per prompt, no plain core.
 
 usage: python scripts/analysis/policy_ab.py [--data models/assets/smollm2-dflash/heldout-run7.jsonl]
-           [--source tools] [--n 16] [--max-new-tokens 64] [--passes 2] [--speculator default]
+           [--source tools] [--n 16] [--max-new-tokens 64] [--passes 2] [--speculator default] [--pause-below 1,0.75]
 
 `turnspec bench spec` runs a plain engine (a second model in memory) before each prompt's spec
 configurations. This runs only the spec engine, the two policies back to back on each prompt
@@ -30,6 +30,8 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--speculator", default="default")
+    p.add_argument("--pause-below", default="1",
+                   help="adaptive settings to compare, comma-separated (SpecPolicy.pause_below)")
     args = p.parse_args()
     core = EngineCore(LocalEngineConfig(model_dir=resolve_model_dir(None), speculator=args.speculator))
     held = [s for s in read_samples(args.data) if s.split == "heldout" and s.source == args.source]
@@ -37,8 +39,10 @@ def main() -> None:
     if not prompts:
         raise SystemExit(f"{args.data}: no held-out {args.source!r} samples")
     d = core.policy  # the engine's defaults for this device (confidence, lookup)
-    policies = {m: SpecPolicy(mode=m, min_confidence=d.min_confidence, lookup=d.lookup)
-                for m in ("always", "adaptive")}
+    policies = {"always": SpecPolicy(mode="always", min_confidence=d.min_confidence, lookup=d.lookup)}
+    for k in args.pause_below.split(","):
+        policies[f"adaptive k={k}"] = SpecPolicy(min_confidence=d.min_confidence, lookup=d.lookup,
+                                                 pause_below=float(k))
     tot = {m: {"tokens": 0, "seconds": 0.0, "spec_tokens": 0} for m in policies}
     for _ in range(args.passes):
         for prompt in prompts:
@@ -52,7 +56,7 @@ def main() -> None:
                 t["seconds"] += r.seconds[0] - r.ttft_ms[0] / 1000.0
                 t["spec_tokens"] += r.spec[0].committed_tokens if r.spec[0] else 0
     for mode, t in tot.items():
-        print(f"{mode:9} {t['tokens'] / t['seconds']:7.2f} tok/s  {t['tokens']:5d} tokens in "
+        print(f"{mode:16} {t['tokens'] / t['seconds']:7.2f} tok/s  {t['tokens']:5d} tokens in "
               f"{t['seconds']:6.2f} s  spec tokens {t['spec_tokens'] / t['tokens']:.1%}")
 
 

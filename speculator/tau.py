@@ -114,7 +114,6 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
 @dataclass(slots=True, frozen=True)
 class ReplayStep:
     """One greedy verify step of a replayed batch (rows whose sequence has ended are inactive)."""
-    ids: Tensor        # [b, S + blk] the sequences, zero-padded
     anchor: Tensor     # [b] the block's anchor position
     accepted: Tensor   # [b] drafts accepted (0..blk-1)
     produced: Tensor   # [b] tokens this step commits (accepted + bonus, cut at the end)
@@ -153,5 +152,5 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
             hit = (drafts == truth) & (pos[:, 1:] <= end[:, None])
             accepted = hit.long().cumprod(-1).sum(-1)                      # [b]
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
-            yield ReplayStep(ids, anchor, accepted, produced, active)
+            yield ReplayStep(anchor, accepted, produced, active)
             anchor = torch.where(active, anchor + produced, anchor)

@@ -4,9 +4,10 @@ A speculative step costs `c` plain decode steps on this hardware (a drafter pass
 B-token verify) and yields tau tokens, so it pays only while tau > c. Each sequence keeps an
 EMA of its tokens per spec step (seeded optimistic); while the EMA is below `pause_below * c`
 (a clear loss, not break-even) the sequence decodes plainly for a back-off period that doubles
-each time a probe fails (min_backoff .. max_backoff steps), then probes one spec step again. Text the drafter cannot predict (generic
-chat at tau ~1.2, a one-off confirmation in a tool turn) then runs at plain speed instead of
-paying for rejected drafts; predictable stretches keep speculating.
+each time a probe fails (min_backoff .. max_backoff steps), then probes one spec step again.
+Text the drafter cannot predict (generic chat at tau ~1.2, a one-off confirmation in a tool
+turn) then runs at plain speed instead of paying for rejected drafts; predictable stretches
+keep speculating.
 
 Lossless either way: plain and speculative steps both commit the target's own choices.
 

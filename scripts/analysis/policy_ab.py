@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from turnspec.engine import bench_engine as B
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
 from turnspec.engine.local.spec_policy import SpecPolicy
+from turnspec.server.cli.bench_spec import _Acc, _run_core
 from turnspec.server.cli.common import resolve_model_dir
 from turnspec.speculator.data import read_samples
 
@@ -43,21 +43,16 @@ def main() -> None:
     for k in args.pause_below.split(","):
         policies[f"adaptive k={k}"] = SpecPolicy(min_confidence=d.min_confidence, lookup=d.lookup,
                                                  pause_below=float(k))
-    tot = {m: {"tokens": 0, "seconds": 0.0, "spec_tokens": 0} for m in policies}
+    acc = {m: _Acc() for m in policies}  # bench spec's own run and totals, so its numbers compare
     for _ in range(args.passes):
         for prompt in prompts:
             for mode, policy in policies.items():
                 core.policy = policy
-                B.clear_prefix_cache(core)
-                r = B.run_core(core, [prompt], args.max_new_tokens, concurrent=False,
-                               spec_block_size=core.drafter.config.block_size)
-                t = tot[mode]
-                t["tokens"] += len(r.tokens[0]) - 1             # after the first (prefill's)
-                t["seconds"] += r.seconds[0] - r.ttft_ms[0] / 1000.0
-                t["spec_tokens"] += r.spec[0].committed_tokens if r.spec[0] else 0
-    for mode, t in tot.items():
-        print(f"{mode:16} {t['tokens'] / t['seconds']:7.2f} tok/s  {t['tokens']:5d} tokens in "
-              f"{t['seconds']:6.2f} s  spec tokens {t['spec_tokens'] / t['tokens']:.1%}")
+                acc[mode].add(*_run_core(core, prompt, args.max_new_tokens, core.spec_block))
+    for mode, a in acc.items():
+        r = a.result()
+        print(f"{mode:16} {r['tok_s']:7.2f} tok/s  {r['generated']:5d} tokens in "
+              f"{r['seconds']:6.2f} s  spec tokens {r['spec_share']:.1%}")
 
 
 if __name__ == "__main__":

@@ -73,7 +73,8 @@ def main() -> None:
     for i in range(0, len(seqs), args.batch_size):
         batch = seqs[i : i + args.batch_size]
         masks = [_call_mask(s.input_ids, s.prompt_len, open_ids, close_ids) for s in batch]
-        prompts = [s.input_ids[: s.prompt_len] for s in batch]
+        # the prompt's trigrams, once per turn: a miss is copyable when its trigram is one
+        grams = [{s.input_ids[j : j + 3] for j in range(s.prompt_len - 2)} for s in batch]
         for st in replay_steps(drafter, target, batch, args.block_size, 2048):
             for r in torch.nonzero(st.active).flatten().tolist():
                 a, n, made = int(st.anchor[r]), int(st.accepted[r]), int(st.produced[r])
@@ -82,9 +83,7 @@ def main() -> None:
                     kind = "full block or end"
                 else:
                     where = "call" if masks[r][miss] else "text"
-                    tri = batch[r].input_ids[miss - 2 : miss + 1]
-                    pr = prompts[r]
-                    copy = any(pr[j : j + 3] == tri for j in range(len(pr) - 2))
+                    copy = batch[r].input_ids[miss - 2 : miss + 1] in grams[r]
                     slot = "slot 1" if n == 0 else "slot 2+"
                     kind = f"{where}, {'copyable' if copy else 'new'}, {slot}"
                 steps[kind] += 1

@@ -53,7 +53,7 @@ def test_first_pause_is_one_plain_step_by_default() -> None:
     for _ in range(5):
         p.after_spec_step(s, 6)                  # a predictable stretch
     while p.speculates(s):
-        p.after_spec_step(s, 1)                  # then misses until the EMA drops below c
+        p.after_spec_step(s, 1)                  # then misses until the EMA drops below 0.75 c
     pauses = []
     for _ in range(3):
         pauses.append(_plain_steps_until_probe(p, s))

@@ -111,12 +111,16 @@ def batch_plan(items: Sequence[PromptItem], batch_size: int,
 def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_dir: str | Path, *,
                      batch_size: int = 64, progress: bool = True,
                      meta: dict | None = None, time_budget_s: float | None = None,
-                     seed: int = 0, stream: StreamFn | None = None) -> dict:
+                     seed: int = 0, stream: StreamFn | None = None,
+                     more: Iterable[Sequence[PromptItem]] = ()) -> dict:
     """Answer every prompt not yet in out_dir/samples.jsonl; returns counts.
 
     Prompts go out in the order of `batch_plan`, so a run stopped early (time_budget_s: no
     prompt is handed out after it, and what the target already holds finishes: one batch, or
     a stream's in-flight prompts; or a kill) still holds every source and split in proportion.
+    more: later parts of the prompts (a datagen renders them while `items` is answered); each
+    is taken up when the one before it has gone out, and planned the same way on its own. A
+    part not yet taken up when the budget runs out is never waited for (nor counted).
     Exactly one of `answer` (batch by batch) and `stream` (one prompt stream, completions as
     they finish) is given. Each record is prompt + completion with loss_mask 0 on the prompt and
     1 on the completion (the completion's final EOS included, as the engine returns it).
@@ -125,21 +129,39 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_d
         raise ValueError("generate_dataset: pass exactly one of answer= and stream=")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        raise ValueError("generate_dataset: prompt ids must be unique")
     done = done_ids(out)
-    todo = [it for it in items if it.id not in done]
-    batches = batch_plan(todo, batch_size, seed)
-    if meta is not None:
-        (out / "meta.json").write_text(json.dumps({**meta, "prompts": len(items)}, indent=2))
-    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="datagen",
-               disable=not progress, dynamic_ncols=True)
+    seen: set[str] = set()
+    counts = {"written": 0, "tokens": 0, "prompts": 0, "skipped_done": 0}
+    bar = tqdm(total=0, desc="datagen", disable=not progress, dynamic_ncols=True)
     t0 = time.perf_counter()
-    counts = {"written": 0, "tokens": 0}
 
     def over_budget() -> bool:
         return time_budget_s is not None and time.perf_counter() - t0 > time_budget_s
+
+    def take_up(part: Sequence[PromptItem]) -> list[list[PromptItem]]:
+        """One part's batches, once its ids are checked and what is done is left out."""
+        ids = {it.id for it in part}
+        if len(ids) != len(part) or not ids.isdisjoint(seen):
+            raise ValueError("generate_dataset: prompt ids must be unique")
+        seen.update(ids)
+        todo = [it for it in part if it.id not in done]
+        counts["prompts"] += len(part)
+        counts["skipped_done"] += len(part) - len(todo)
+        if meta is not None:    # rewritten as parts come, so a killed run's meta is true too
+            (out / "meta.json").write_text(json.dumps({**meta, "prompts": counts["prompts"]},
+                                                      indent=2))
+        bar.total += len(part)
+        bar.update(len(part) - len(todo))
+        return batch_plan(todo, batch_size, seed)
+
+    def batches() -> Iterator[list[PromptItem]]:
+        yield from take_up(items)
+        parts = iter(more)
+        while not over_budget():            # checked before waiting for the next part
+            part = next(parts, None)
+            if part is None:
+                return
+            yield from take_up(part)
 
     with (out / SAMPLES_FILE).open("a") as f:
         def write(pairs: list[tuple[PromptItem, list[int]]]) -> None:
@@ -159,10 +181,10 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_d
             bar.set_postfix(tokens=counts["tokens"])
 
         if stream is not None:
-            _run_stream(stream, [it for b in batches for it in b], write, over_budget, batch_size)
+            _run_stream(stream, (it for b in batches() for it in b), write, over_budget, batch_size)
         else:
             assert answer is not None
-            for batch in batches:
+            for batch in batches():
                 if counts["written"] and over_budget():
                     break
                 completions = answer([list(it.prompt_ids) for it in batch])
@@ -172,21 +194,24 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_d
                 write(list(zip(batch, completions, strict=True)))
     bar.close()
     seconds = time.perf_counter() - t0
-    return {"prompts": len(items), "skipped_done": len(items) - len(todo),
+    return {"prompts": counts["prompts"], "skipped_done": counts["skipped_done"],
             "written": counts["written"], "response_tokens": counts["tokens"],
             "seconds": round(seconds, 1), "feed": "stream" if stream is not None else "batches",
             "tokens_per_s": round(counts["tokens"] / max(seconds, 1e-9))}
 
 
-def _run_stream(stream: StreamFn, order: list[PromptItem],
+def _run_stream(stream: StreamFn, items: Iterator[PromptItem],
                 write: Callable[[list[tuple[PromptItem, list[int]]]], None],
                 over_budget: Callable[[], bool], flush_every: int) -> None:
-    """Feed `order` to `stream` until the budget is over (at least one prompt), writing
+    """Feed `items` to `stream` until the budget is over (at least one prompt), writing
     completions `flush_every` at a time (and what is left at the end)."""
+    order: list[PromptItem] = []    # the prompts handed out, by the stream's index
+
     def prompts() -> Iterator[list[int]]:
-        for i, it in enumerate(order):
-            if i and over_budget():
+        for it in items:
+            if order and over_budget():
                 return
+            order.append(it)
             yield list(it.prompt_ids)
 
     pending: list[tuple[PromptItem, list[int]]] = []
@@ -194,7 +219,8 @@ def _run_stream(stream: StreamFn, order: list[PromptItem],
     try:
         for i, comp in stream(prompts()):
             if not 0 <= i < len(order) or i in seen:
-                raise ValueError(f"stream yielded index {i}: expected each of 0..{len(order) - 1} once")
+                raise ValueError(f"stream yielded index {i}: expected each prompt it was given "
+                                 f"(0..{len(order) - 1}) once")
             seen.add(i)
             pending.append((order[i], comp))
             if len(pending) >= flush_every:

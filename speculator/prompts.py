@@ -36,6 +36,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                        heldout_conversations: int, generic: int | None = None,
                        generic_heldout_frac: float = 0.2, max_prompt_tokens: int = 2048,
                        seed: int = 0, shard: int = 0, num_shards: int = 1,
+                       part: int = 0, num_parts: int = 1,
                        readback_frac: float = 0.0, dictation_frac: float = 0.0,
                        synthetic_conversations: int = 0, synthetic_heldout: int = 0,
                        workload: int = LATEST_WORKLOAD,
@@ -49,6 +50,9 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     processes on one GPU split the work without overlap and each holds whole calls: turn k+1's
     prompt extends turn k's, and only a shard that answers both reuses that prefill. (Sharding
     by prompt, before 2026-12-01, cached 20-23% of prompt tokens per shard on the H200.)
+    part / num_parts: within the shard, keep every num_parts-th of its conversations starting
+    at part (the same round robin, one level down), so a datagen can answer part 0 while it
+    renders the rest; the parts of a shard partition its items.
     readback_frac: that share of each split's conversations also gives one readback prompt
     (source "readback": the caller asks to hear the agent's last reply again, an in-context
     copy); 0 leaves the items exactly as before.
@@ -72,15 +76,21 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
             raise ValueError(f"{name}: expected [0, 1], got {frac}")
     if num_shards < 1 or not 0 <= shard < num_shards:
         raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
+    if num_parts < 1 or not 0 <= part < num_parts:
+        raise ValueError(f"part {part} of {num_parts}: expected 0 <= part < num_parts")
 
-    shard_of: dict[str, int] = {}   # conversation -> shard, round robin by first appearance
+    # conversation -> its slot in the round robin by first appearance: the shard is slot %
+    # num_shards and the part within it slot // num_shards (the shards as with one part)
+    slot_of: dict[str, int] = {}
+    ours = shard + part * num_shards
 
-    def shard_for(conv: str) -> int:
-        return shard_of.setdefault(conv, len(shard_of) % num_shards)
+    def is_ours(conv: str) -> bool:
+        return slot_of.setdefault(conv, len(slot_of) % (num_shards * num_parts)) == ours
 
     def mine(n: int, conv_id: Callable[[int], str]) -> list[int]:
-        """The indices of the n conversations this shard builds (every one takes its turn)."""
-        return [i for i in range(n) if shard_for(conv_id(i)) == shard]
+        """The indices of the n conversations this shard's part builds (every one takes its
+        turn)."""
+        return [i for i in range(n) if is_ours(conv_id(i))]
 
     def candidates() -> Iterator[tuple[str, str, str, list[dict], list]]:
         """(id, split, source, messages, tools) of this shard's prompts, in the order that fixes
@@ -128,7 +138,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
 
     for item_id, split, source, messages, tool_json in candidates():
         conv = conversation_key(item_id)
-        if shard_for(conv) != shard or (keep is not None and not keep(item_id)):
+        if not is_ours(conv) or (keep is not None and not keep(item_id)):
             continue
         key = repr(tool_json)
         tools = tool_sets.get(key)

@@ -69,6 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="answer only every N-th conversation from the I-th (0-based; a call's turns "
                         "stay in one shard and share their prefill), so N processes can share "
                         "one GPU; concatenate their samples.jsonl (default: 0/1)")
+    d.add_argument("--prompt-parts", type=int, default=4,
+                   help="render the shard's prompts in this many parts (every N-th conversation) "
+                        "in a child process, answering part 0 while the rest render "
+                        "(default: %(default)s)")
     d.add_argument("--no-progress", action="store_true")
     from turnspec.server.cli.common import add_engine_args
 

@@ -175,3 +175,43 @@ def test_stream_budget_stops_pulling_and_keeps_what_finished(tmp_path):
     with pytest.raises(ValueError, match="once"):
         generate_dataset(_items(4), None, tmp_path / "t", progress=False, stream=twice)
     assert len(read_samples(tmp_path / "t")) == 1                        # finished work is kept
+
+
+def test_later_parts_are_answered_in_turn_and_never_awaited_past_the_budget(tmp_path):
+    """A datagen answers part 0 while the rest render: each later part is planned and answered
+    after the one before it, in both feeds, and a run out of budget does not wait for the
+    next part (the renderer may still be busy with it)."""
+    items = _items(12)
+    taken: list[int] = []
+
+    def parts():
+        for k in (1, 2):
+            taken.append(k)
+            yield items[4 * k: 4 * k + 4]
+
+    pulled: list[int] = []
+    stats = generate_dataset(items[:4], None, tmp_path / "s", batch_size=4, progress=False,
+                             stream=_stream(pulled), more=parts(), meta={"run": 1})
+    assert stats["prompts"] == stats["written"] == 12 and taken == [1, 2]
+    assert pulled == list(range(12))
+    assert sorted(s.id for s in read_samples(tmp_path / "s")) == sorted(it.id for it in items)
+    assert (tmp_path / "s" / "meta.json").read_text().count('"prompts": 12') == 1
+    calls: list[int] = []
+    stats = generate_dataset(items[:4], _answer(calls), tmp_path / "b", batch_size=4,
+                             progress=False, more=[items[4:8], items[8:]])
+    assert stats["written"] == 12 and sum(calls) == 12
+    part_of = {it.id: k // 4 for k, it in enumerate(items)}
+    order = [part_of[smp.id] for smp in read_samples(tmp_path / "b")]     # as written
+    assert order == sorted(order)                                        # part by part
+
+    def never():
+        raise AssertionError("a part was awaited after the budget ran out")
+        yield
+    for k, feed in enumerate(({"stream": _stream([])}, {"answer": _answer([])})):
+        stats = generate_dataset(items[:4], feed.get("answer"), tmp_path / f"t{k}",
+                                 progress=False, time_budget_s=0.0, more=never(),
+                                 stream=feed.get("stream"))
+        assert stats["prompts"] == 4 and 1 <= stats["written"] <= 4
+    with pytest.raises(ValueError, match="unique"):
+        generate_dataset(items[:4], _answer([]), tmp_path / "u", progress=False,
+                         more=[items[3:5]])

@@ -139,3 +139,24 @@ def test_dictation_prompts_end_on_random_details_to_read_back(smollm2_dir):
     assert len(set(asks)) == len(asks)                   # random details: no two alike
     with pytest.raises(ValueError, match="dictation_frac"):
         build_prompt_items(chat.render_many, dictation_frac=-0.1, **kw)
+
+
+def test_parts_partition_a_shard(smollm2_dir):
+    """A datagen renders its shard in parts (answering part 0 while the rest render): the parts
+    together are the shard's items, none empty, and one part is the shard as before."""
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    kw = dict(tool_conversations=6, heldout_conversations=3, generic=12, max_prompt_tokens=4096,
+              synthetic_conversations=4, synthetic_heldout=2, readback_frac=0.5, shard=1,
+              num_shards=2)
+    shard, skipped = build_prompt_items(chat.render_many, **kw)
+    assert build_prompt_items(chat.render_many, **kw, part=0, num_parts=1) == (shard, skipped)
+    parts = [build_prompt_items(chat.render_many, **kw, part=p, num_parts=3)[0] for p in range(3)]
+    assert all(parts) and sum(len(p) for p in parts) == len(shard)
+    assert sorted((it.id, it.prompt_ids) for p in parts for it in p) == \
+        sorted((it.id, it.prompt_ids) for it in shard)
+    # a call's turns and its readback stay in one part
+    where = {conversation_key(it.id): p for p, items in enumerate(parts) for it in items}
+    assert all(where[conversation_key(it.id)] == p for p, items in enumerate(parts) for it in items)
+    for bad in ((3, 3), (0, 0), (-1, 2)):
+        with pytest.raises(ValueError, match="part"):
+            build_prompt_items(chat.render_many, **kw, part=bad[0], num_parts=bad[1])

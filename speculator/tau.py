@@ -33,6 +33,9 @@ class TauResult:
     samples: int
     histogram: tuple[int, ...]   # histogram[n-1] = steps that produced n tokens
     ci90: tuple[float, float]    # 90% bootstrap interval over the samples (`tau_interval`)
+    # (tokens, steps) per sample, so that sets evaluated apart can be pooled with an interval
+    # (scripts/analysis/pool_tau.py); in the order replayed (by length)
+    rows: tuple[tuple[int, int], ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,7 +68,8 @@ def evaluate_tau(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sam
     tokens = sum((n + 1) * c for n, c in enumerate(counts))
     return TauResult(tau=tokens / steps if steps else float("nan"), steps=steps, tokens=tokens,
                      samples=len(seqs), histogram=tuple(counts),
-                     ci90=tau_interval(row_tokens, row_steps))
+                     ci90=tau_interval(row_tokens, row_steps),
+                     rows=tuple(zip(row_tokens, row_steps, strict=True)))
 
 
 def format_interval(ci: tuple[float, float] | list[float] | None) -> str:

@@ -114,6 +114,9 @@ def test_offline_tau_equals_online_greedy_decoding(trained, tiny_data, tiny_targ
     assert r.tau == sum(n * c for n, c in online.items()) / sum(online.values())
     assert r.tau > 1.5
     assert r.ci90[0] <= r.tau <= r.ci90[1]
+    # per-sample rows add up to the totals (pooling sets evaluated apart relies on them)
+    assert len(r.rows) == r.samples == len(held)
+    assert sum(t for t, _ in r.rows) == r.tokens and sum(n for _, n in r.rows) == r.steps
     # step by step (scripts/analysis/tau_misses.py): each active row's anchor moves on by what
     # it produced, from the prompt's end, and the steps add up to the same tau
     seqs = sorted(replayed, key=lambda s: len(s.input_ids))

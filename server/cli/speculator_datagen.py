@@ -31,6 +31,7 @@ def run_datagen(args: argparse.Namespace) -> int:
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local import LocalEngine
     from turnspec.server.cli.common import engine_config_from_args
+    from turnspec.speculator.responses import BUILD_KEYS
 
     cfg = engine_config_from_args(args)
     if args.feed == "stream":
@@ -42,14 +43,9 @@ def run_datagen(args: argparse.Namespace) -> int:
     if args.prompt_parts < 1:
         raise SystemExit(f"--prompt-parts: expected >= 1, got {args.prompt_parts}")
 
-    build = dict(tool_conversations=args.tool_conversations,
-                 heldout_conversations=args.heldout_conversations, generic=args.generic,
-                 generic_heldout_frac=args.generic_heldout_frac,
-                 max_prompt_tokens=args.max_prompt_tokens, seed=args.seed, shard=args.shard[0],
-                 num_shards=args.shard[1], readback_frac=args.readback_frac,
-                 dictation_frac=args.dictation_frac,
-                 synthetic_conversations=args.synthetic_conversations,
-                 synthetic_heldout=args.synthetic_heldout, workload=args.workload)
+    # the arguments that fix the prompts: the same keys meta.json records and a rebuild reads
+    build = {**{k: getattr(args, k) for k in BUILD_KEYS},
+             "shard": args.shard[0], "num_shards": args.shard[1]}
     t0 = time.perf_counter()
     builder = PromptParts(cfg.model_dir, build, args.prompt_parts)
     try:
@@ -77,17 +73,12 @@ def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngin
     from turnspec.engine.protocol import SamplingParams
     from turnspec.server.cli.thread_cpu import other_threads_cpu, thread_cpu_seconds
     from turnspec.speculator.datagen import generate_dataset
+    from turnspec.speculator.responses import BUILD_KEYS
 
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
-            "tool_conversations": args.tool_conversations,
-            "heldout_conversations": args.heldout_conversations, "generic": args.generic,
-            "readback_frac": args.readback_frac, "dictation_frac": args.dictation_frac,
-            "synthetic_conversations": args.synthetic_conversations,
-            "synthetic_heldout": args.synthetic_heldout, "workload": args.workload,
-            "generic_heldout_frac": args.generic_heldout_frac,
-            "max_prompt_tokens": args.max_prompt_tokens,
-            "skipped_long_prompts": builder.skipped, "seed": args.seed,
+            **{k: getattr(args, k) for k in BUILD_KEYS},
+            "skipped_long_prompts": builder.skipped,
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
             "speculator": args.speculator, "feed": args.feed,
             "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),

@@ -1,12 +1,3 @@
-"""turnspec.speculator: the DFlash drafter, its training data, training, tau evaluation, export.
-
-The engine needs only `load_drafter` and the `DFlashDrafter` inference API
-(`project_context`, `context_kv`, `forward_block`); see model.py.
-"""
-
-from turnspec.speculator.config import DFlashConfig, build_target_layer_ids
-from turnspec.speculator.export import load_drafter, read_drafter, save_drafter
-from turnspec.speculator.model import DFlashDrafter
-
-__all__ = ["DFlashConfig", "DFlashDrafter", "build_target_layer_ids", "load_drafter",
-           "read_drafter", "save_drafter"]
+"""turnspec.speculator: the offline DFlash pipeline — training data from the target, training,
+tau evaluation, export. The drafter network and its folder format are the engine's
+(`turnspec.engine.drafter`), since the engine runs it."""

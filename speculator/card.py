@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from turnspec.speculator.config import SMOLLM2_MASK_TOKEN_ID
+from turnspec.engine.drafter.config import SMOLLM2_MASK_TOKEN_ID
 from turnspec.speculator.tau import format_interval
 
 _MASK_NOTE = (
@@ -24,7 +24,7 @@ def render_card(m: dict, commands: list[str] | None = None, when: date | None = 
         "A block-diffusion speculative drafter (DFlash, arXiv:2602.06036) in the z-lab / SGLang "
         "layout (`config.json` with `architectures: [\"DFlashDraftModel\"]`, `model.safetensors` "
         "without embedding or LM head: both are the target's, frozen). Load it with "
-        "`turnspec.speculator.load_drafter` or SGLang `--speculative-algorithm DFLASH`.",
+        "`turnspec.engine.drafter.load_drafter` or SGLang `--speculative-algorithm DFLASH`.",
         "",
         "| | |", "|---|---|",
         f"| layers | {d['num_hidden_layers']} ({', '.join(sorted(set(d['layer_types'])))}) |",

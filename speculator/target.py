@@ -125,7 +125,7 @@ _MASK_NAMES = ("<|MASK|>", "<|mask|>", "<mask>", "[MASK]")
 def default_mask_token_id(model_dir: str | Path) -> int:
     """The target's own MASK token if its tokenizer has one (SGLang's default `<|MASK|>`),
     else SmolLM2's unused `<empty_output>` (id 16; see config.SMOLLM2_MASK_TOKEN_ID)."""
-    from turnspec.speculator.config import SMOLLM2_MASK_TOKEN_ID
+    from turnspec.engine.drafter.config import SMOLLM2_MASK_TOKEN_ID
 
     path = Path(model_dir) / "tokenizer.json"
     added = json.loads(path.read_text()).get("added_tokens", []) if path.is_file() else []

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
-from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget
 
 

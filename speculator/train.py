@@ -22,12 +22,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from turnspec.engine.drafter.config import DFlashConfig, default_gamma
+from turnspec.engine.drafter.folder import load_drafter, save_drafter
+from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.blocks import cosine_lr, decay_weights
-from turnspec.speculator.config import DFlashConfig, default_gamma
 from turnspec.speculator.data import Batch, data_summary
 from turnspec.speculator.data_load import load_train_data, load_workers
-from turnspec.speculator.export import load_drafter, save_drafter
-from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget, default_mask_token_id, read_target_config
 from turnspec.speculator.train_config import EXPORT_DTYPES, TrainConfig
 from turnspec.speculator.train_io import (

@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from turnspec.speculator.config import DFlashConfig
+from turnspec.engine.drafter.config import DFlashConfig
+from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.data import Sample, copied_share
-from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import evaluate_tau, format_interval
 

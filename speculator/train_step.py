@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.blocks import accepted_prefix, block_inputs, block_labels, sample_anchors
 from turnspec.speculator.data import Batch, PackedSplit
-from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.soft_labels import (
     mixed_cross_entropy,
     response_start,

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real SmolLM2 model folder, prepared once per machine (no hub access)."""
+"""Shared fixtures: the real SmolLM2 model folder, prepared once per machine (no hub access), its
+tokenizer and one grammar compiler for it."""
 
 from __future__ import annotations
 
@@ -17,3 +18,21 @@ def smollm2_dir() -> Path:
     from turnspec.engine.model.prepare import prepare_default_model
 
     return prepare_default_model()
+
+
+VOCAB_SIZE = 49152  # SmolLM2-135M config.vocab_size
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer(smollm2_dir: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(smollm2_dir)
+
+
+@pytest.fixture(scope="session")
+def compiler(smollm2_tokenizer):
+    from turnspec.tools_grammar.grammar import GrammarCompiler
+
+    return GrammarCompiler(smollm2_tokenizer, VOCAB_SIZE, [smollm2_tokenizer.eos_token_id],
+                           max_threads=2)

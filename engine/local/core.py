@@ -89,7 +89,7 @@ class EngineCore:
             and cpu_has_native_bf16() else dtype
         self.drafter = drafter.to(device=device, dtype=ddtype).eval() if drafter is not None else None
         if self.drafter is None and cfg.speculator != "none":
-            from turnspec.speculator import load_drafter
+            from turnspec.engine.drafter import load_drafter
 
             self.drafter = load_drafter(cfg.speculator, device=device, dtype=ddtype)
         # all layers' context K/V in one GEMM (draft_context.py); built before the prepacking

@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from turnspec.engine.drafter.model import DFlashAttention, DFlashDrafter, apply_rope, rope_cos_sin
 from turnspec.engine.model.cpu_linear import bf16_linear, bf16_prepacked, cpu_has_native_bf16
-from turnspec.speculator.model import DFlashAttention, DFlashDrafter, apply_rope, rope_cos_sin
 
 
 class FusedContextKV(nn.Module):

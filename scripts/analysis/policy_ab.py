@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 
+from turnspec.benchmarks.spec import ConfigTotals, decode_one
+from turnspec.engine.local.args import resolve_model_dir
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
 from turnspec.engine.local.spec_policy import SpecPolicy
-from turnspec.server.cli.bench_spec import _Acc, _run_core
-from turnspec.server.cli.common import resolve_model_dir
 from turnspec.speculator.data import read_samples
 
 
@@ -43,12 +43,12 @@ def main() -> None:
     for k in args.pause_below.split(","):
         policies[f"adaptive k={k}"] = SpecPolicy(min_confidence=d.min_confidence, lookup=d.lookup,
                                                  pause_below=float(k))
-    acc = {m: _Acc() for m in policies}  # bench spec's own run and totals, so its numbers compare
+    acc = {m: ConfigTotals() for m in policies}  # bench spec's own run and totals, so its numbers compare
     for _ in range(args.passes):
         for prompt in prompts:
             for mode, policy in policies.items():
                 core.policy = policy
-                acc[mode].add(*_run_core(core, prompt, args.max_new_tokens, core.spec_block))
+                acc[mode].add(*decode_one(core, prompt, args.max_new_tokens, core.spec_block))
     for mode, a in acc.items():
         r = a.result()
         print(f"{mode:16} {r['tok_s']:7.2f} tok/s  {r['generated']:5d} tokens in "

@@ -23,9 +23,9 @@ from collections import Counter
 import torch
 from transformers import AutoTokenizer
 
-from turnspec.server.cli.common import resolve_model_dir
+from turnspec.engine.drafter.folder import load_drafter
+from turnspec.engine.local.args import resolve_model_dir
 from turnspec.speculator.data import read_samples
-from turnspec.speculator.export import load_drafter
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import replay_steps
 from turnspec.speculator.train_io import eval_splits

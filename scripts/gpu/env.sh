@@ -7,4 +7,4 @@ if [ -d .gpu-carry/wheels ] && [ ! -f /tmp/site/.done ]; then
 fi
 mkdir -p /tmp/ts && ln -sfn "$PWD" /tmp/ts/turnspec
 export PYTHONPATH=/tmp/site:/tmp/ts PYTHONUNBUFFERED=1 TRITON_INTERPRET=0 TOKENIZERS_PARALLELISM=false
-ts() { python3 -m turnspec.server.cli.main "$@"; }
+ts() { python3 -m turnspec.cli.main "$@"; }

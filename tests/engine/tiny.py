@@ -9,8 +9,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from turnspec.speculator.config import DFlashConfig
-from turnspec.speculator.model import DFlashDrafter
+from turnspec.engine.drafter.config import DFlashConfig
+from turnspec.engine.drafter.model import DFlashDrafter
 
 EOS = 0  # "<eos>"
 MASK = 1  # "<mask>": the drafter's MASK token (never produced: see make_target)

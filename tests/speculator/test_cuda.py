@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.speculator.test_model import CFG, _block, _drafter, _inputs
+from tests.engine.drafter.test_model import CFG, _block, _drafter, _inputs
 from tests.speculator.test_train import _cfg
-from turnspec.speculator.export import load_drafter
+from turnspec.engine.drafter.folder import load_drafter
 from turnspec.speculator.train import train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -78,8 +78,8 @@ def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
     under today's generators: same id -> same prompt tokens, split still "heldout". Guards
     against a workload edit (e.g. inserting generic templates: ids are positional) moving
     a bench prompt into the next drafter's training data."""
+    from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
     from turnspec.speculator.data import read_samples
-    from turnspec.speculator.export import DEFAULT_DRAFTER_DIR
 
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     committed = read_samples(DEFAULT_DRAFTER_DIR / "heldout.jsonl")

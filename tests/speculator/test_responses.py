@@ -69,7 +69,7 @@ def test_pack_needs_the_datagen_arguments(tmp_path, smollm2_dir):
 
 
 def test_pack_and_unpack_commands(tmp_path, smollm2_dir, capsys):
-    from tests.speculator.test_cli import _run
+    from tests.cli.test_speculator import _run
 
     def run(*argv: str) -> dict:
         assert _run(*argv) == 0

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from tests.speculator.tiny import NEW_TOKENS, TINY_LAYER_IDS, TINY_MASK
+from turnspec.engine.drafter.folder import load_drafter
 from turnspec.speculator import train_io
 from turnspec.speculator.data import Sample, read_samples
-from turnspec.speculator.export import load_drafter
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import evaluate_tau, replay_steps
 from turnspec.speculator.train import TrainConfig, train

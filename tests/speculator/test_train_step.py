@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.speculator.tiny import TINY_LAYER_IDS, TINY_MASK
+from turnspec.engine.drafter.config import DFlashConfig
+from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.blocks import (
     accepted_prefix,
     block_inputs,
@@ -17,9 +19,7 @@ from turnspec.speculator.blocks import (
     decay_weights,
     sample_anchors,
 )
-from turnspec.speculator.config import DFlashConfig
 from turnspec.speculator.data import PackedSplit, read_samples
-from turnspec.speculator.model import DFlashDrafter
 from turnspec.speculator.target import FrozenTarget, read_target_config
 from turnspec.speculator.train_step import StepMetrics, StepSpec, train_step
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from turnspec.engine.drafter.config import DFlashConfig
+from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.model.cpu_linear import (
     cpu_has_native_bf16,
@@ -12,8 +14,6 @@ from turnspec.engine.model.cpu_linear import (
     pack_bf16_linears,
     pack_linears,
 )
-from turnspec.speculator.config import DFlashConfig
-from turnspec.speculator.model import DFlashDrafter
 
 CFG = DFlashConfig(hidden_size=48, num_layers=3, num_heads=4, num_kv_heads=2, head_dim=8,
                    intermediate_size=64, rms_norm_eps=1e-6, rope_theta=10000.0, block_size=4,

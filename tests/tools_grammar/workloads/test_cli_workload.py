@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from turnspec.server.cli import workload
+from turnspec.cli import workload
 
 
 def run(argv: list[str]) -> int:

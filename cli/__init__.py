@@ -1,0 +1,1 @@
+"""turnspec.cli: the one `turnspec` entry point, a thin module per command group."""

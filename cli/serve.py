@@ -1,0 +1,101 @@
+"""`turnspec serve`: one process with HTTP + WebSocket on --host/--port and gRPC on --grpc-port.
+
+    turnspec serve                       # SmolLM2 on CPU, 127.0.0.1:8000 and :50051
+    turnspec serve --port 0 --grpc-port 0 --api-key secret
+
+The API key comes from --api-key or, if absent, the TURNSPEC_API_KEY environment variable
+(read here, once). SIGTERM/SIGINT drain in-flight streams for --drain-seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from turnspec.engine.local.args import (
+    add_engine_args,
+    default_speculator,
+    engine_config_from_args,
+    resolve_model_dir,
+)
+from turnspec.server.config import ServerConfig
+
+API_KEY_ENV = "TURNSPEC_API_KEY"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve", help="serve WebSocket, HTTP (OpenAI) and gRPC")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="HTTP + WebSocket (0: pick a free one)")
+    p.add_argument("--grpc-port", type=int, default=50051,
+                   help="gRPC (0: pick a free one, -1: no gRPC)")
+    p.add_argument("--engine", choices=("local", "sglang"), default="local")
+    p.add_argument("--api-key", default=None,
+                   help=f"require 'Authorization: Bearer KEY' (default: ${API_KEY_ENV}, else none)")
+    p.add_argument("--max-running", type=int, default=64,
+                   help="turns handed to the engine at once (default: %(default)s)")
+    p.add_argument("--max-queue", type=int, default=256,
+                   help="turns waiting for a slot before new ones get 429 (default: %(default)s)")
+    p.add_argument("--default-max-tokens", type=int, default=512)
+    p.add_argument("--max-message-bytes", type=int, default=4 << 20)
+    p.add_argument("--drain-seconds", type=float, default=10.0,
+                   help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
+    add_engine_args(p, speculator_default=default_speculator())
+    p.set_defaults(func=run)
+
+
+def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
+    api_key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
+    return ServerConfig(
+        host=args.host, port=args.port,
+        grpc_port=None if args.grpc_port < 0 else args.grpc_port, api_key=api_key,
+        max_running=args.max_running, max_queue=args.max_queue,
+        default_max_tokens=args.default_max_tokens, max_message_bytes=args.max_message_bytes,
+        drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size)
+
+
+def build_engine(args: argparse.Namespace):
+    if args.engine == "local":
+        from turnspec.engine.local import LocalEngine
+
+        return LocalEngine(engine_config_from_args(args))
+    from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
+    from turnspec.engine.sglang import SGLangConfig, SGLangEngine  # sglang itself loads at start()
+
+    spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
+    return SGLangEngine(SGLangConfig(model_dir=resolve_model_dir(args.model), speculator=spec,
+                                     spec_block_size=args.spec_block_size))
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from turnspec.server.app import ServerApp
+
+    config = server_config_from_args(args)
+    app = ServerApp(build_engine(args), config)
+    await app.start_transports()
+    print(f"turnspec: listening on http://{config.host}:{app.port} (HTTP, WS) and "
+          f"{'gRPC ' + config.host + ':' + str(app.grpc_port) if app.grpc_port else 'no gRPC'}"
+          "; loading the engine...", flush=True)
+    serving = asyncio.create_task(app.serve_until_signal())
+    try:
+        await app.start_engine()
+    except BaseException:
+        app.request_stop()
+        await serving
+        raise
+    print(app.listening(), flush=True)
+    print("turnspec: ready", flush=True)
+    await serving
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_serve(args))
+    except KeyboardInterrupt:
+        return 130
+    except OSError as e:  # port in use, etc.
+        print(f"turnspec serve: error: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,255 @@
+"""`turnspec speculator {datagen,train,eval,export}`: build the DFlash drafter end to end.
+
+datagen renders workload + generic prompts with the target's chat template and answers them
+greedily with the local engine (the target itself); train/eval read the target through
+transformers (speculator/target.py); export writes the z-lab / SGLang layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from turnspec.speculator.datagen_run import run_datagen
+from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
+
+_DTYPES = ("bfloat16", "float16", "float32")  # speculator.train_config.EXPORT_DTYPES (no torch import here)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("speculator", help="DFlash drafter: datagen, train, eval, export")
+    sub = p.add_subparsers(dest="speculator_command", required=True)
+
+    d = sub.add_parser("datagen", help="answer workload + generic prompts with the target")
+    d.add_argument("--out", required=True, type=Path, help="data folder (samples.jsonl; resumable)")
+    d.add_argument("--tool-conversations", type=int, default=2000,
+                   help="workload conversations from train scenarios, ~4.4 prompts each "
+                        "(default: %(default)s)")
+    d.add_argument("--heldout-conversations", type=int, default=200,
+                   help="workload conversations from held-out scenarios (default: %(default)s)")
+    d.add_argument("--generic", type=int, default=None,
+                   help="generic chat prompts (default: all of them, ~390)")
+    d.add_argument("--generic-heldout-frac", type=float, default=0.2)
+    d.add_argument("--readback-frac", type=float, default=0.0,
+                   help="share of conversations that also give a readback prompt (the caller asks "
+                        "to hear the last reply again: in-context copying; source 'readback')")
+    d.add_argument("--dictation-frac", type=float, default=0.0,
+                   help="share of conversations that also give a dictation prompt (the caller "
+                        "reads out random details and asks for them back: copies that cannot be "
+                        "memorised; source 'dictation')")
+    d.add_argument("--synthetic-conversations", type=int, default=0,
+                   help="calls to made-up businesses with random tools and results (source "
+                        "'synthetic': copies of what cannot be memorised; default: %(default)s)")
+    d.add_argument("--synthetic-heldout", type=int, default=0,
+                   help="such calls from a separate random stream, held out "
+                        "(split synthetic-heldout; default: %(default)s)")
+    d.add_argument("--workload", type=int, choices=WORKLOADS, default=LATEST_WORKLOAD,
+                   help="workload version: which train goals the tool conversations draw from "
+                        "(2 adds 40; the held-out goals are the same in each; default: %(default)s)")
+    d.add_argument("--max-new-tokens", type=int, default=192)
+    d.add_argument("--max-prompt-tokens", type=int, default=1800,
+                   help="skip prompts longer than this (default: %(default)s)")
+    d.add_argument("--batch-size", type=int, default=256,
+                   help="prompts per planned batch: whole conversations in waves of turns (and, "
+                        "with --feed batches, per engine call; with stream, per file write)")
+    d.add_argument("--feed", choices=("stream", "batches"), default="stream",
+                   help="stream: one continuous prompt stream, a new prompt as a slot frees up "
+                        "(no tail at the end of each batch); batches: one engine call per "
+                        "planned batch (the pre-run-12 path, kept for A/B runs)")
+    d.add_argument("--admit-min-free", type=int, default=None,
+                   help="stream: prefill waits until this many batch slots are free (default: "
+                        "max_batch/8; 1 admits each prompt as soon as a row finishes)")
+    d.add_argument("--time-budget", type=float, default=None,
+                   help="seconds; no prompt is handed to the engine after it, those it holds "
+                        "finish (rerun to resume)")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
+                   help="answer only every N-th conversation from the I-th (0-based; a call's turns "
+                        "stay in one shard and share their prefill), so N processes can share "
+                        "one GPU; concatenate their samples.jsonl (default: 0/1)")
+    d.add_argument("--prompt-parts", type=int, default=4,
+                   help="render the shard's prompts in this many parts (every N-th conversation) "
+                        "in a child process, answering part 0 while the rest render "
+                        "(default: %(default)s)")
+    d.add_argument("--no-progress", action="store_true")
+    from turnspec.engine.local.args import add_engine_args
+
+    add_engine_args(d)
+    d.set_defaults(func=run_datagen)
+
+    t = sub.add_parser("train", help="train a drafter on datagen output")
+    t.add_argument("--train-sources", default=None,
+                   help="train only on these sources, comma-separated (tools, generic); "
+                        "held-out tau is still reported for every split")
+    t.add_argument("--data", required=True, type=Path)
+    t.add_argument("--out", required=True, type=Path,
+                   help="run folder: checkpoint.pt, drafter/, metrics.json, train.log")
+    _add_model(t)
+    t.add_argument("--layers", type=int, default=3)
+    t.add_argument("--block-size", type=int, default=16)
+    t.add_argument("--taps", type=int, default=5, help="target layers tapped (K)")
+    t.add_argument("--mask-token-id", type=int, default=None)
+    t.add_argument("--batch-size", type=int, default=32, help="sequences per step")
+    t.add_argument("--anchors", type=int, default=64, help="blocks per sequence per step")
+    t.add_argument("--epochs", type=float, default=6.0)
+    t.add_argument("--max-steps", type=int, default=None)
+    t.add_argument("--time-budget", type=float, default=None,
+                   help="seconds for the training loop; the cosine schedule is fitted to it")
+    t.add_argument("--lr", type=float, default=6e-4)
+    t.add_argument("--warmup", type=float, default=0.04)
+    t.add_argument("--weight-decay", type=float, default=0.01)
+    t.add_argument("--gamma", type=float, default=None, help="loss decay (default: paper's)")
+    t.add_argument("--max-len", type=int, default=2048,
+                   help="tokens per sequence (tool prompts run ~850-1700 tokens)")
+    t.add_argument("--log-every", type=int, default=50)
+    t.add_argument("--eval-every", type=int, default=0, help="steps between tau evals (0: end)")
+    t.add_argument("--eval-samples", type=int, default=64)
+    t.add_argument("--final-eval-samples", type=int, default=512)
+    t.add_argument("--ckpt-every", type=int, default=1000)
+    t.add_argument("--export-dtype", choices=_DTYPES, default="bfloat16")
+    t.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--no-resume", action="store_true", help="ignore out/checkpoint.pt")
+    t.add_argument("--init-from", default=None, metavar="DRAFTER",
+                   help="start from an exported drafter's weights (a folder, or 'default'); "
+                        "its config must match --layers/--block-size/--taps/--mask-token-id")
+    t.add_argument("--soft-weight", type=float, default=0.0,
+                   help="weight w of the soft-label loss: (1-w) CE on the target's token + w CE "
+                        "on the target's top-k distribution at that position (distillation; "
+                        "runs the target to its LM head; default: %(default)s)")
+    t.add_argument("--soft-topk", type=int, default=8,
+                   help="tokens kept of the target's distribution (default: %(default)s)")
+    t.add_argument("--load-workers", type=int, default=None,
+                   help="processes parsing the data (default: 1 below 64 MB, else one per "
+                        "core up to 12)")
+    t.add_argument("--width-multiple", type=int, default=32,
+                   help="round each batch's width up to a multiple of this (default 32: few "
+                        "shapes for CUDA's per-shape attention plans; 1: the longest row)")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=run_train)
+
+    e = sub.add_parser("eval", help="offline greedy tau per held-out split")
+    e.add_argument("--data", required=True, type=Path, action="append",
+                   help="samples file or folder; repeat it to score several sets with one load "
+                        "of the target and drafter (~18 s a process on the H200)")
+    _add_model(e)
+    e.add_argument("--drafter", default="default", help="drafter folder or 'default'")
+    e.add_argument("--block-size", type=int, default=None, help="serve block (<= trained)")
+    e.add_argument("--samples", type=int, default=512, help="per split")
+    e.add_argument("--max-len", type=int, default=2048)
+    e.add_argument("--device", default="auto")
+    e.add_argument("--with-train", action="store_true", help="also a sample of the train split")
+    e.add_argument("--json", type=Path, action="append", default=None,
+                   help="write the results here too (one per --data, in the same order)")
+    e.set_defaults(func=run_eval)
+
+    x = sub.add_parser("export", help="write a drafter in the z-lab / SGLang layout")
+    x.add_argument("--out", required=True, type=Path)
+    x.add_argument("--checkpoint", default=None,
+                   help="train checkpoint.pt, a train --out folder, or a drafter folder "
+                        "(default: the committed default drafter)")
+    x.add_argument("--dtype", choices=_DTYPES, default="bfloat16")
+    x.add_argument("--reproduce", action="append", default=[],
+                   help="a command line for the card's Reproduce section (repeatable)")
+    x.set_defaults(func=run_export)
+
+    k = sub.add_parser("pack-responses", help="datagen folder -> its completions only (.xz or "
+                       ".gz by the name of --out), to carry across GPU sessions")
+    k.add_argument("--data", required=True, type=Path)
+    k.add_argument("--out", required=True, type=Path,
+                   help="e.g. responses-seed7.jsonl.xz (as committed under models/data/)")
+    k.set_defaults(func=run_pack)
+
+    u = sub.add_parser("unpack-responses", help="packed completions -> a datagen folder, prompts "
+                       "rebuilt from the workload (no target run)")
+    u.add_argument("--responses", required=True, type=Path)
+    u.add_argument("--out", required=True, type=Path)
+    u.add_argument("--train-fraction", type=float, default=1.0,
+                   help="keep this stable share of the train samples (held-out: all), 0 < f <= 1")
+    u.add_argument("--subset-seed", type=int, default=0,
+                   help="which share --train-fraction keeps (e.g. the session's datagen seed)")
+    _add_model(u)
+    u.set_defaults(func=run_unpack)
+
+
+def _add_model(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="target HF folder (default: SmolLM2-135M-Instruct, prepared on first use)")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """'I/N' -> (I, N) with 0 <= I < N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected I/N, e.g. 0/3") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected 0 <= I < N")
+    return i, n
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from turnspec.engine.local.args import resolve_model_dir
+    from turnspec.speculator.train import TrainConfig, train
+
+    cfg = TrainConfig(
+        data=args.data, model_dir=Path(resolve_model_dir(args.model)), out=args.out,
+        num_layers=args.layers, block_size=args.block_size, num_taps=args.taps,
+        mask_token_id=args.mask_token_id, batch_size=args.batch_size, anchors=args.anchors,
+        epochs=args.epochs, max_steps=args.max_steps, time_budget_s=args.time_budget,
+        lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay, gamma=args.gamma,
+        max_len=args.max_len, log_every=args.log_every, eval_every=args.eval_every,
+        eval_samples=args.eval_samples, final_eval_samples=args.final_eval_samples,
+        ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
+        seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
+        train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None,
+        init_from=args.init_from, soft_weight=args.soft_weight, soft_topk=args.soft_topk,
+        load_workers=args.load_workers, width_multiple=args.width_multiple)
+    m = train(cfg)
+    print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],
+                      "tokens_per_s": m["tokens_per_s"], "export": m["export"]}))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from turnspec.engine.local.args import resolve_model_dir
+    from turnspec.speculator.evaluate import evaluate_sets
+
+    if args.json is not None and len(args.json) != len(args.data):
+        raise SystemExit(f"speculator eval: {len(args.json)} --json for {len(args.data)} --data; "
+                         "expected one per --data, in the same order")
+    for taus in evaluate_sets(args.data, drafter=args.drafter,
+                              model_dir=resolve_model_dir(args.model),
+                              block_size=args.block_size, samples=args.samples,
+                              max_len=args.max_len, device=args.device,
+                              with_train=args.with_train, json_out=args.json):
+        print(json.dumps(taus))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from turnspec.speculator.export import export_drafter
+
+    out = export_drafter(args.checkpoint, args.out, args.dtype, args.reproduce or None)
+    print(f"wrote {out} ({args.dtype})", file=sys.stderr)
+    return 0
+
+
+def run_pack(args: argparse.Namespace) -> int:
+    from turnspec.speculator.responses import pack_responses
+
+    print(json.dumps(pack_responses(args.data, args.out)))
+    return 0
+
+
+def run_unpack(args: argparse.Namespace) -> int:
+    from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.local.args import resolve_model_dir
+    from turnspec.speculator.responses import unpack_responses
+
+    chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
+    print(json.dumps(unpack_responses(args.responses, chat.render_many, args.out,
+                                      args.train_fraction, args.subset_seed)))
+    return 0

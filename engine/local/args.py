@@ -1,0 +1,71 @@
+"""The local engine's command-line flags, defined once for every command that runs the model
+(serve, generate, chat, the benches, datagen), and their parse into a `LocalEngineConfig`."""
+
+from __future__ import annotations
+
+import argparse
+
+from turnspec.engine.local import LocalEngineConfig
+from turnspec.engine.local.config import SPEC_POLICY_MODES
+from turnspec.engine.model.cpu_linear import CPU_GEMMS
+
+
+def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none") -> None:
+    g = p.add_argument_group("engine")
+    g.add_argument("--model", default=None,
+                   help="local HF model folder (default: SmolLM2-135M-Instruct, prepared on first use)")
+    g.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default: cpu)")
+    g.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default: fp32 on CPU, bf16 on CUDA)")
+    g.add_argument("--speculator", default=speculator_default,
+                   help="none | default | PATH to a DFlash drafter folder (default: %(default)s)")
+    g.add_argument("--spec-block-size", type=int, default=None,
+                   help="speculative block size (default: the drafter's)")
+    g.add_argument("--spec-policy", choices=SPEC_POLICY_MODES, default="adaptive",
+                   help="adaptive: a request decodes plainly while its tokens per spec step stay "
+                        "below the measured price of a spec step; always: every step speculates "
+                        "(default: %(default)s)")
+    g.add_argument("--spec-min-confidence", type=float, default=None,
+                   help="verify only drafts whose cumulative drafter probability is at least "
+                        "this; 0 verifies whole blocks (default: 0.1 on CPU, 0 on CUDA)")
+    g.add_argument("--spec-lookup", choices=("on", "off"), default=None,
+                   help="prompt-lookup drafts where the drafter expects little (default: on on "
+                        "CPU, off on CUDA)")
+    g.add_argument("--max-batch", type=int, default=32)
+    g.add_argument("--max-context", type=int, default=None)
+    g.add_argument("--kv-memory-gb", type=float, default=None)
+    g.add_argument("--max-prefill-tokens", type=int, default=4096,
+                   help="prompt tokens one prefill step may take (the first prompt of a step is "
+                        "always admitted); larger amortises per-step overhead in batch work such "
+                        "as datagen, smaller keeps decode steps frequent (default: %(default)s)")
+    g.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's, one per core)")
+    g.add_argument("--cpu-gemm", choices=CPU_GEMMS, default="auto",
+                   help="fp32 GEMM for 1..32 rows on CPU: auto times the backends on the model's "
+                        "weights at load and per row bucket keeps F.linear unless a packed one is "
+                        ">= 5%% faster (default: %(default)s)")
+
+
+def resolve_model_dir(model: str | None) -> str:
+    """The --model folder, or the default model (converted from its GGUF once)."""
+    if model:
+        return model
+    from turnspec.engine.model.prepare import prepare_default_model
+
+    return str(prepare_default_model())
+
+
+def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
+    return LocalEngineConfig(
+        model_dir=resolve_model_dir(args.model), device=args.device, dtype=args.dtype,
+        speculator=args.speculator, spec_block_size=args.spec_block_size,
+        spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
+        spec_lookup=None if args.spec_lookup is None else args.spec_lookup == "on",
+        max_batch=args.max_batch, max_context=args.max_context,
+        kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
+        threads=args.threads, cpu_gemm=args.cpu_gemm)
+
+
+def default_speculator() -> str:
+    """'default' when the committed SmolLM2 drafter is present, else 'none'."""
+    from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
+
+    return "default" if (DEFAULT_DRAFTER_DIR / "config.json").is_file() else "none"

@@ -1,1 +1,0 @@
-"""turnspec.server.cli."""

@@ -1,0 +1,189 @@
+"""`turnspec speculator datagen`: the workload's prompts answered greedily by the target itself.
+
+The prompts are rendered in a child process while the engine loads, in parts (every N-th
+conversation of the shard): the engine answers part 0 while the child renders the rest. Run
+22's six shards on the H200 host each spent 88-93 s rendering all their prompts (80-86 s of one
+busy thread) with the GPU idle, against a ~23 s engine load; rendered in a thread of the engine's
+own process, the build also held the GIL the engine's launches need. The prompts are rendered
+with the model folder's own chat template (the tokenizer the engine loads too); once the engine
+is up, a workload turn with tools is rendered through both, and any difference stops the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import multiprocessing as mp
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from turnspec.engine.local import LocalEngine, LocalEngineConfig
+    from turnspec.speculator.datagen import PromptItem
+
+
+def run_datagen(args: argparse.Namespace) -> int:
+    from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.local import LocalEngine
+    from turnspec.engine.local.args import engine_config_from_args
+    from turnspec.speculator.responses import BUILD_KEYS
+
+    cfg = engine_config_from_args(args)
+    if args.feed == "stream":
+        default = max(1, cfg.max_batch // 8)  # an explicit 0 reaches the config's check
+        cfg = dataclasses.replace(cfg, admit_min_free=default if args.admit_min_free is None
+                                  else args.admit_min_free)
+    elif args.admit_min_free is not None:
+        raise SystemExit("--admit-min-free applies to --feed stream only")
+    if args.prompt_parts < 1:
+        raise SystemExit(f"--prompt-parts: expected >= 1, got {args.prompt_parts}")
+
+    # the arguments that fix the prompts: the same keys meta.json records and a rebuild reads
+    build = {**{k: getattr(args, k) for k in BUILD_KEYS},
+             "shard": args.shard[0], "num_shards": args.shard[1]}
+    t0 = time.perf_counter()
+    builder = PromptParts(cfg.model_dir, build, args.prompt_parts)
+    try:
+        engine = LocalEngine(cfg)
+        engine.load()
+        t1 = time.perf_counter()
+        _check_same_render(ChatTemplate.from_model_dir(cfg.model_dir), engine.chat, args.workload)
+        first = builder.next_part()
+        # the seconds before the first prompt reaches the engine, and what went into them
+        setup = {"engine_load_s": round(t1 - t0, 1), "setup_s": round(time.perf_counter() - t0, 1)}
+        stats, counts, cpu = _answer(args, cfg, engine, first, builder)
+    finally:
+        builder.close()
+    print(json.dumps({**stats, **counts, **setup, **builder.stats(), **cpu,
+                      "skipped_long_prompts": builder.skipped, "out": str(args.out)}))
+    return 0
+
+
+def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngine,
+            first: list[PromptItem], builder: PromptParts) -> tuple[dict, dict, dict]:
+    """Answer part 0, then the others as the builder gives them: generate_dataset's counts,
+    the engine's prompt-token counts, and the CPU of the answering part."""
+    import torch
+
+    from turnspec.engine.protocol import SamplingParams
+    from turnspec.speculator.datagen import generate_dataset
+    from turnspec.speculator.responses import BUILD_KEYS
+    from turnspec.speculator.thread_cpu import other_threads_cpu, thread_cpu_seconds
+
+    sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
+    meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
+            **{k: getattr(args, k) for k in BUILD_KEYS},
+            "skipped_long_prompts": builder.skipped,
+            "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
+            "speculator": args.speculator, "feed": args.feed,
+            "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),
+            "shard": f"{args.shard[0]}/{args.shard[1]}", "prompt_parts": args.prompt_parts}
+
+    def more() -> Iterator[list[PromptItem]]:
+        while (part := builder.next_part()) is not None:
+            meta["skipped_long_prompts"] = builder.skipped    # meta.json is rewritten per part
+            yield part
+
+    counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
+    # CPU of the answering part: the main thread steps the engine; the others are native threads
+    threads0, main0, proc0 = thread_cpu_seconds(), time.thread_time(), time.process_time()
+    common = dict(batch_size=args.batch_size, progress=not args.no_progress, meta=meta,
+                  time_budget_s=args.time_budget, seed=args.seed, more=more())
+    if args.feed == "stream":
+        stats = generate_dataset(first, None, args.out, **common,
+                                 stream=lambda ps: engine.generate_stream(ps, sampling, counts=counts))
+    else:
+        stats = generate_dataset(first, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
+                                 args.out, **common)
+    cpu = {"process_cpu_s": round(time.process_time() - proc0, 2),
+           "main_thread_cpu_s": round(time.thread_time() - main0, 2),
+           **other_threads_cpu(threads0, thread_cpu_seconds(), {threading.get_native_id()})}
+    return stats, counts, cpu
+
+
+class PromptParts:
+    """The shard's prompts, rendered part by part in a child process (spawned: the parent
+    loads CUDA). `next_part()` waits for the next part, None after the last; the child's
+    seconds per part are kept for the run's JSON."""
+
+    def __init__(self, model_dir: str, build: dict, num_parts: int) -> None:
+        ctx = mp.get_context("spawn")
+        self._queue = ctx.Queue()
+        self._proc = ctx.Process(target=_render_parts, args=(self._queue, model_dir, build, num_parts),
+                                 name="datagen-prompts", daemon=True)
+        self._proc.start()
+        self.num_parts, self.received, self.skipped = num_parts, 0, 0
+        self._build_s: list[float] = []
+        self._cpu_s: list[float] = []
+
+    def next_part(self) -> list[PromptItem] | None:
+        if self.received == self.num_parts:
+            return None
+        while True:
+            try:
+                msg = self._queue.get(timeout=5)
+                break
+            except queue.Empty:
+                if not self._proc.is_alive():   # killed (OOM, a signal): nothing will come
+                    raise SystemExit(f"datagen: the prompt renderer exited (code "
+                                     f"{self._proc.exitcode}) before part {self.received}") from None
+        if isinstance(msg, str):
+            raise SystemExit(f"datagen: rendering prompt part {self.received} failed:\n{msg}")
+        items, skipped, build_s, cpu_s = msg
+        self.received += 1
+        self.skipped += skipped
+        self._build_s.append(build_s)
+        self._cpu_s.append(cpu_s)
+        return items
+
+    def stats(self) -> dict:
+        """Seconds (wall, CPU) the child spent on each part it handed over; the parts a
+        budget-cut run never took up are not in them."""
+        return {"prompt_parts": self.num_parts, "prompt_parts_used": self.received,
+                "prompts_build_s": round(sum(self._build_s), 1),
+                "prompts_build_cpu_s": round(sum(self._cpu_s), 1),
+                "prompts_first_part_s": round(self._build_s[0], 1) if self._build_s else None}
+
+    def close(self) -> None:
+        """Stop the child (a budget-cut run leaves parts it will never take up)."""
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._proc.join(timeout=10)
+        self._queue.close()
+
+
+def _render_parts(out, model_dir: str, build: dict, num_parts: int) -> None:
+    """Child process: each part's (items, skipped, wall s, CPU s of the rendering thread), in
+    order; a traceback string if one fails."""
+    try:
+        from turnspec.engine.chat import ChatTemplate
+        from turnspec.speculator.prompts import build_prompt_items
+
+        chat = ChatTemplate.from_model_dir(model_dir)
+        for part in range(num_parts):
+            t, cpu = time.perf_counter(), time.thread_time()
+            items, skipped = build_prompt_items(chat.render_many, **build, part=part,
+                                                num_parts=num_parts)
+            out.put((items, skipped, time.perf_counter() - t, time.thread_time() - cpu))
+    except Exception:           # the parent raises it with the part's number
+        out.put(traceback.format_exc())
+
+
+def _check_same_render(ours, engines, workload: int) -> None:
+    """The prompts were rendered with the model folder's template; the engine's must agree (one
+    workload turn with tools, rendered by both)."""
+    from turnspec.tools_grammar.schema import parse_tools
+    from turnspec.tools_grammar.workloads import generate_conversations, turns_for_prompting
+
+    turn = next(turns_for_prompting(generate_conversations(1, seed=0, split="train",
+                                                           workload=workload)))
+    probe = [(turn.messages, parse_tools(turn.tools))]
+    if ours.render_many(probe) != engines.render_many(probe):
+        raise SystemExit("datagen: a prompt renders differently through the engine's chat "
+                         "template than through the model folder's; expected the same tokenizer "
+                         "in both")

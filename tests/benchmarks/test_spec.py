@@ -1,0 +1,57 @@
+"""`turnspec bench spec` end to end on the real model and the committed drafter (tiny budget):
+every policy x block row is there, outputs are identical to plain greedy, the JSON is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from turnspec.cli.main import main
+
+
+def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "spec.json"
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
+               "--blocks", "4,8", "--policies", "adaptive,always", "--no-transformers",
+               "--json", str(out)])
+    assert rc == 0
+    record = json.loads(out.read_text())
+    assert {r["source"] for r in record["rows"]} == {"tools", "generic"}
+    for row in record["rows"]:
+        assert [(x["policy"], x["block"]) for x in row["spec"]] == \
+            [("adaptive", 4), ("adaptive", 8), ("always", 4), ("always", 8)]
+        assert all(x["identical"] for x in row["spec"]), row
+        always = [x for x in row["spec"] if x["policy"] == "always"]
+        # always: every decode token came from a verify step, none counted past max_tokens/EOS
+        assert all(x["tau"] >= 1.0 and x["spec_share"] == pytest.approx(1.0) for x in always), always
+        assert all(x["tau_ci90"][0] <= x["tau"] <= x["tau_ci90"][1] for x in row["spec"]), row
+        assert row["best"]["block"] in (4, 8)
+    assert "DFlash adaptive B=4" in capsys.readouterr().out
+
+
+def test_bench_spec_rejects_an_unknown_policy(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--policies", "sometimes",
+               "--no-transformers", "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "expected one of" in capsys.readouterr().err
+
+
+def test_bench_spec_repeat_reports_each_pass_and_the_median(smollm2_dir: Path, tmp_path: Path,
+                                                            capsys) -> None:
+    out = tmp_path / "spec.json"
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "8",
+               "--blocks", "4", "--policies", "always", "--no-transformers", "--repeat", "3",
+               "--json", str(out)])
+    assert rc == 0
+    for row in json.loads(out.read_text())["rows"]:
+        assert row["passes"] == 3 and len(row["plain_tok_s_per_pass"]) == 3
+        (x,) = row["spec"]
+        assert len(x["speedup_per_pass"]) == 3 and x["identical"]
+        assert sorted(x["speedup_per_pass"])[1] == x["speedup_median"]
+    assert "3 passes: no spec tok/s" in capsys.readouterr().out
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--repeat", "0", "--no-transformers",
+               "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "--repeat 0: expected at least 1" in capsys.readouterr().err

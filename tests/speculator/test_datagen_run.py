@@ -1,0 +1,58 @@
+"""`turnspec speculator datagen` renders its prompts in a child process while the engine loads,
+in parts, with the model folder's chat template; the engine's template must render them the
+same."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoTokenizer
+
+from turnspec.engine.chat import ChatTemplate
+from turnspec.speculator.datagen_run import PromptParts, _check_same_render
+from turnspec.speculator.prompts import build_prompt_items
+
+
+def test_the_two_templates_must_agree(smollm2_dir):
+    ours = ChatTemplate.from_model_dir(smollm2_dir)
+    _check_same_render(ours, ChatTemplate.from_model_dir(smollm2_dir), 2)   # the same folder
+    tok = AutoTokenizer.from_pretrained(smollm2_dir)
+    tok.chat_template = "{{ 'Hello.' }}" + tok.chat_template   # a different template
+    other = ChatTemplate(tok, "llama", ours.vocab_size, ours.stop_token_ids)
+    with pytest.raises(SystemExit, match="renders differently through the engine's chat template"):
+        _check_same_render(ours, other, 2)
+
+
+BUILD = dict(tool_conversations=4, heldout_conversations=1, generic=6, max_prompt_tokens=4096,
+             synthetic_conversations=2, shard=0, num_shards=1)
+
+
+def test_prompt_parts_come_from_a_child_in_order(smollm2_dir):
+    whole, skipped = build_prompt_items(ChatTemplate.from_model_dir(smollm2_dir).render_many, **BUILD)
+    parts = PromptParts(str(smollm2_dir), BUILD, 3)
+    try:
+        got = [parts.next_part() for _ in range(3)]
+        assert parts.next_part() is None                        # after the last part
+    finally:
+        parts.close()
+    assert all(got) and len(got[0]) < len(whole)
+    assert sorted(it.id for p in got for it in p) == sorted(it.id for it in whole)
+    assert parts.skipped == skipped
+    st = parts.stats()
+    assert st["prompt_parts"] == st["prompt_parts_used"] == 3
+    assert 0 <= st["prompts_first_part_s"] <= st["prompts_build_s"]
+
+
+def test_a_failed_or_killed_renderer_stops_the_run(smollm2_dir):
+    bad = PromptParts(str(smollm2_dir), {**BUILD, "generic_heldout_frac": 2.0}, 2)
+    try:
+        with pytest.raises(SystemExit, match=r"rendering prompt part 0 failed:(.|\n)*generic_heldout_frac"):
+            bad.next_part()
+    finally:
+        bad.close()
+    killed = PromptParts(str(smollm2_dir), {**BUILD, "tool_conversations": 4000}, 2)
+    try:
+        killed._proc.kill()
+        with pytest.raises(SystemExit, match="the prompt renderer exited"):
+            killed.next_part()
+    finally:
+        killed.close()

@@ -1,0 +1,134 @@
+"""The layer order of docs/architecture.md, checked on every import in the tree:
+
+    kernels < tools_grammar < workloads < engine < speculator < server < loadtest < benchmarks < cli
+
+A package imports only itself and the packages before it; `loadtest` speaks to servers through
+the public wire contracts only (`server/proto`), never server internals or the engine. Nothing
+imports a private (underscore) name from another module. `scripts/` may import any package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ("kernels", "tools_grammar", "workloads", "engine", "speculator", "server", "loadtest",
+         "benchmarks", "cli", "scripts")
+RANK = {name: i for i, name in enumerate(ORDER)}
+# what loadtest may import besides itself: workload data and the wire contract
+LOADTEST_ALLOWED = ("turnspec.tools_grammar", "turnspec.workloads", "turnspec.server.proto")
+
+
+def _sources() -> list[Path]:
+    out = []
+    for top in ORDER:
+        folder = ROOT / top
+        if folder.is_dir():
+            out += [p for p in folder.rglob("*.py") if "_pb2" not in p.name]
+    return sorted(out)
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    return ".".join(("turnspec", *parts))
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, names taken from it) for every turnspec import in `path`."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("turnspec")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("turnspec"):
+            out.append((node.lineno, node.module, [a.name for a in node.names]))
+    return out
+
+
+def _package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else None
+
+
+def layer_violations(path: Path, root: Path = ROOT) -> list[str]:
+    src = _package(_module_name(path, root))
+    assert src is not None, path
+    where = path.relative_to(root)
+    bad = []
+    for line, module, _ in _imports(path):
+        dst = _package(module)
+        if dst is None or dst == src:
+            continue
+        if RANK[dst] > RANK[src]:
+            bad.append(f"{where}:{line}: {src} imports {module} ({dst} is above {src})")
+        elif src == "loadtest" and not module.startswith(LOADTEST_ALLOWED):
+            bad.append(f"{where}:{line}: loadtest imports {module}; it may use only "
+                       f"{', '.join(LOADTEST_ALLOWED)} (public wire contracts)")
+    return bad
+
+
+def private_imports(path: Path, root: Path = ROOT) -> list[str]:
+    me = _module_name(path, root)
+    where = path.relative_to(root)
+    bad = []
+    for line, module, names in _imports(path):
+        if module == me:
+            continue
+        private_module = [p for p in module.split(".") if p.startswith("_") and p != "__init__"]
+        private_names = [n for n in names if n.startswith("_")]
+        if private_module or private_names:
+            bad.append(f"{where}:{line}: imports private {private_names or private_module} from "
+                       f"{module}")
+    return bad
+
+
+def test_every_package_in_the_order_exists_and_is_scanned() -> None:
+    found = {_package(_module_name(p, ROOT)) for p in _sources()}
+    assert found == set(ORDER), f"packages scanned: {sorted(found)}; expected {ORDER}"
+
+
+def test_imports_follow_the_layer_order() -> None:
+    bad = [v for p in _sources() for v in layer_violations(p)]
+    assert not bad, "imports against the layer order:\n" + "\n".join(bad)
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    bad = [v for p in _sources() for v in private_imports(p)]
+    assert not bad, "private imports across modules:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(("source", "line", "expected"), [
+    ("engine/x.py", "from turnspec.server.app import ServerApp", "engine imports turnspec.server.app"),
+    ("kernels/x.py", "import turnspec.engine.protocol", "kernels imports turnspec.engine"),
+    ("loadtest/x.py", "from turnspec.server.hub import SessionHub", "loadtest imports turnspec.server.hub"),
+    ("loadtest/x.py", "from turnspec.engine.chat import ChatTemplate", "loadtest imports"),
+    ("server/x.py", "from turnspec.benchmarks.spec import run", "server imports turnspec.benchmarks"),
+])
+def test_the_checker_catches_an_upward_import(tmp_path: Path, source: str, line: str,
+                                              expected: str) -> None:
+    """The walk itself: a file planted in a fake tree with a bad import is reported."""
+    path = tmp_path / source
+    path.parent.mkdir(parents=True)
+    path.write_text(line + "\n")
+    assert any(expected in v for v in layer_violations(path, tmp_path))
+
+
+def test_the_checker_allows_downward_and_wire_contract_imports(tmp_path: Path) -> None:
+    path = tmp_path / "loadtest" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("from turnspec.server.proto.turnspec.v1 import generation_pb2\n"
+                    "from turnspec.workloads import generate_conversations\n")
+    assert layer_violations(path, tmp_path) == []
+
+
+def test_the_checker_catches_a_private_import(tmp_path: Path) -> None:
+    path = tmp_path / "benchmarks" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("from turnspec.benchmarks.spec import _Acc, run\n")
+    assert private_imports(path, tmp_path) == [
+        "benchmarks/x.py:1: imports private ['_Acc'] from turnspec.benchmarks.spec"]

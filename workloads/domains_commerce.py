@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.catalog import domain, enum, integer, scenario, string, tool
-from turnspec.tools_grammar.workloads.dialogue import CITIES, Dialogue
+from turnspec.workloads.catalog import domain, enum, integer, scenario, string, tool
+from turnspec.workloads.dialogue import CITIES, Dialogue
 
 ORDER = {"pattern": r"^\d{7}$"}
 REASONS = ("wrong_size", "damaged", "not_as_described", "changed_mind")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.catalog import (
+from turnspec.workloads.catalog import (
     DATE,
     TIME,
     domain,
@@ -11,8 +11,8 @@ from turnspec.tools_grammar.workloads.catalog import (
     string,
     tool,
 )
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads.dialogue import Dialogue
+from turnspec.workloads.spoken import Said
 
 PLANS = ("basic", "unlimited", "unlimited_plus", "family")
 

@@ -9,9 +9,9 @@ goals (track_refund, report_lost_item) stay out.
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import CITIES, Dialogue
-from turnspec.tools_grammar.workloads.domains_commerce import ITEMS, PLACES, RIDES, SHOP
+from turnspec.workloads.catalog import scenario
+from turnspec.workloads.dialogue import CITIES, Dialogue
+from turnspec.workloads.domains_commerce import ITEMS, PLACES, RIDES, SHOP
 
 CARRIERS = ("UPS", "FedEx", "USPS")
 CARS = ("gray Toyota Camry", "black Honda Accord", "white Tesla Model 3", "blue Hyundai Sonata", "silver Kia Optima")

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from turnspec.tools_grammar.schema import parse_tools, validate_arguments
-from turnspec.tools_grammar.workloads import synthetic_conversations, turns_for_prompting
-from turnspec.tools_grammar.workloads.synthetic import synthetic_id
+from turnspec.workloads import synthetic_conversations, turns_for_prompting
+from turnspec.workloads.synthetic import synthetic_id
 
 
 def test_synthetic_calls_are_valid_and_seeded() -> None:

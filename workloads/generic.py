@@ -3,7 +3,7 @@ They measure plain-text speed and keep a speculator from over-fitting to tool ca
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.conversation import Conversation
+from turnspec.workloads.conversation import Conversation
 
 SYSTEM = ("You are a friendly voice assistant. Your replies are spoken aloud: answer in one to three "
           "short sentences, with no lists or formatting.")

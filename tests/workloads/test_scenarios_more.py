@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from turnspec.tools_grammar.workloads import Conversation, generate_conversations, scenarios_for
+from turnspec.workloads import Conversation, generate_conversations, scenarios_for
 
 ADDED = {  # module set -> (new train scenarios per domain, the workload version they join)
     ("scenarios_more_a", "scenarios_more_b"): (2, 1),

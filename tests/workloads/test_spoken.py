@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from turnspec.tools_grammar.workloads import spoken
+from turnspec.workloads import spoken
 
 _UNITS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])}
 

@@ -22,16 +22,16 @@ import re
 from collections.abc import Sequence
 from datetime import timedelta
 
-from turnspec.tools_grammar.workloads import catalog
-from turnspec.tools_grammar.workloads.conversation import (
+from turnspec.workloads import catalog
+from turnspec.workloads.conversation import (
     AGENTS,
     FIRST_DAY,
     Conversation,
     close_call,
     system_prompt,
 )
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads.dialogue import Dialogue
+from turnspec.workloads.spoken import Said
 
 
 def _words(text: str) -> tuple[str, ...]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from datetime import date
 
-from turnspec.tools_grammar.workloads import spoken
-from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import FIRST_NAMES, Dialogue, days_after
-from turnspec.tools_grammar.workloads.domains_care import CLINIC, DOCTORS, PLANS, TELECOM
-from turnspec.tools_grammar.workloads.scenarios_more_b import PLAN_PRICES
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads import spoken
+from turnspec.workloads.catalog import scenario
+from turnspec.workloads.dialogue import FIRST_NAMES, Dialogue, days_after
+from turnspec.workloads.domains_care import CLINIC, DOCTORS, PLANS, TELECOM
+from turnspec.workloads.scenarios_more_b import PLAN_PRICES
+from turnspec.workloads.spoken import Said
 
 KINDS = {"checkup": "checkup", "sick_visit": "sick visit", "follow_up": "follow up", "vaccination": "vaccination"}
 

@@ -21,9 +21,9 @@ import random
 from collections.abc import Iterable, Iterator
 from datetime import date, timedelta
 
-from turnspec.tools_grammar.workloads import spoken
-from turnspec.tools_grammar.workloads.conversation import FIRST_DAY, Conversation, sampled
-from turnspec.tools_grammar.workloads.dialogue import CITIES, FIRST_NAMES, LAST_NAMES, STREETS
+from turnspec.workloads import spoken
+from turnspec.workloads.conversation import FIRST_DAY, Conversation, sampled
+from turnspec.workloads.dialogue import CITIES, FIRST_NAMES, LAST_NAMES, STREETS
 
 ASKS = (
     "can you read that back to me?",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from turnspec.tools_grammar.workloads.conversation import Conversation, sampled, stable_unit
+from turnspec.workloads.conversation import Conversation, sampled, stable_unit
 
 ASKS = (
     "sorry, can you say that again?",

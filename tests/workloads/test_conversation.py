@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from turnspec.tools_grammar.schema import parse_tools, validate_arguments
-from turnspec.tools_grammar.workloads import (
+from turnspec.workloads import (
     Conversation,
     conversation_id_of,
     export_jsonl,
@@ -20,7 +20,7 @@ from turnspec.tools_grammar.workloads import (
     scenarios_for,
     turns_for_prompting,
 )
-from turnspec.tools_grammar.workloads.catalog import DOMAINS, WORKLOADS, scenario
+from turnspec.workloads.catalog import DOMAINS, WORKLOADS, scenario
 
 
 @pytest.fixture(scope="module")

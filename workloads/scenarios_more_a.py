@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from datetime import date
 
-from turnspec.tools_grammar.workloads import spoken
-from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import FIRST_NAMES, LAST_NAMES, Dialogue, days_after
-from turnspec.tools_grammar.workloads.domains_care import CLINIC, DOCTORS
-from turnspec.tools_grammar.workloads.domains_commerce import ITEMS, SHOP
-from turnspec.tools_grammar.workloads.domains_hospitality import AIRLINE, _flight
-from turnspec.tools_grammar.workloads.domains_money import BANK, _verify
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads import spoken
+from turnspec.workloads.catalog import scenario
+from turnspec.workloads.dialogue import FIRST_NAMES, LAST_NAMES, Dialogue, days_after
+from turnspec.workloads.domains_care import CLINIC, DOCTORS
+from turnspec.workloads.domains_commerce import ITEMS, SHOP
+from turnspec.workloads.domains_hospitality import AIRLINE, _flight
+from turnspec.workloads.domains_money import BANK, _verify
+from turnspec.workloads.spoken import Said
 
 ROUTES = ("SFO to JFK", "ORD to LAX", "SEA to DEN", "BOS to MIA", "ATL to SEA", "DFW to PHX")
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"

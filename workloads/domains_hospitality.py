@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.catalog import (
+from turnspec.workloads.catalog import (
     DATE,
     TIME,
     array,
@@ -14,8 +14,8 @@ from turnspec.tools_grammar.workloads.catalog import (
     string,
     tool,
 )
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
-from turnspec.tools_grammar.workloads.spoken import house_number
+from turnspec.workloads.dialogue import Dialogue
+from turnspec.workloads.spoken import house_number
 
 RESTAURANT = domain("restaurant", ("Luigi's Trattoria", "Golden Wok", "The Blue Door Bistro", "Casa Verde"), "the host stand", [
     tool("check_availability", "Find open tables for a party at a date and time.",

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 
-from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import Dialogue, days_after
-from turnspec.tools_grammar.workloads.domains_hospitality import AIRLINE, RESTAURANT, _flight
-from turnspec.tools_grammar.workloads.scenarios_more_a import ROUTES
-from turnspec.tools_grammar.workloads.scenarios_more_b import PRICES
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads.catalog import scenario
+from turnspec.workloads.dialogue import Dialogue, days_after
+from turnspec.workloads.domains_hospitality import AIRLINE, RESTAURANT, _flight
+from turnspec.workloads.scenarios_more_a import ROUTES
+from turnspec.workloads.scenarios_more_b import PRICES
+from turnspec.workloads.spoken import Said
 
 PLACE = {"indoor": "inside", "patio": "on the patio", "bar": "at the bar"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnspec.tools_grammar.workloads import dictation_conversations, generate_conversations
-from turnspec.tools_grammar.workloads.dictation import ASKS, LEADS
+from turnspec.workloads import dictation_conversations, generate_conversations
+from turnspec.workloads.dictation import ASKS, LEADS
 
 
 def test_dictation_cuts_after_a_reply_and_asks_for_a_read_back() -> None:

@@ -10,12 +10,12 @@ set_up_payment_plan) stay out.
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import Dialogue, days_after
-from turnspec.tools_grammar.workloads.domains_care import TELECOM
-from turnspec.tools_grammar.workloads.domains_commerce import PLACES, RIDES
-from turnspec.tools_grammar.workloads.domains_hospitality import RESTAURANT
-from turnspec.tools_grammar.workloads.domains_money import UTILITIES
+from turnspec.workloads.catalog import scenario
+from turnspec.workloads.dialogue import Dialogue, days_after
+from turnspec.workloads.domains_care import TELECOM
+from turnspec.workloads.domains_commerce import PLACES, RIDES
+from turnspec.workloads.domains_hospitality import RESTAURANT
+from turnspec.workloads.domains_money import UTILITIES
 
 PRICES = {"margherita pizza": 16.0, "spaghetti carbonara": 18.5, "chicken parmesan": 21.0, "caesar salad": 11.5,
           "garlic bread": 6.0, "mushroom risotto": 19.0, "tiramisu": 8.5, "pork dumplings": 9.5}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from turnspec.tools_grammar.schema import ToolSpec, parse_tools
 
 if TYPE_CHECKING:
-    from turnspec.tools_grammar.workloads.dialogue import Dialogue
+    from turnspec.workloads.dialogue import Dialogue
 
 WORKLOADS = (1, 2)  # 2: 40 more train goals (scenarios_v2_*.py, 2026-12-01)
 LATEST_WORKLOAD = WORKLOADS[-1]

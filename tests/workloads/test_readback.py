@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnspec.tools_grammar.workloads import generate_conversations, readback_conversations
-from turnspec.tools_grammar.workloads.readback import ASKS, HOLDS, RETURNS
+from turnspec.workloads import generate_conversations, readback_conversations
+from turnspec.workloads.readback import ASKS, HOLDS, RETURNS
 
 
 def test_readback_cuts_after_a_reply_to_a_tool_result() -> None:

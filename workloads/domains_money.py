@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.catalog import (
+from turnspec.workloads.catalog import (
     DATE,
     boolean,
     domain,
@@ -13,7 +13,7 @@ from turnspec.tools_grammar.workloads.catalog import (
     string,
     tool,
 )
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
+from turnspec.workloads.dialogue import Dialogue
 
 BANK = domain("bank", ("Harbor Federal Credit Union", "Summit Savings Bank", "First Prairie Bank"), "member services", [
     tool("verify_identity", "Verify the caller before account access.",

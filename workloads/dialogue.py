@@ -11,10 +11,10 @@ from datetime import date, timedelta
 from typing import Any
 
 from turnspec.tools_grammar.schema import validate_arguments
-from turnspec.tools_grammar.workloads import spoken
-from turnspec.tools_grammar.workloads.catalog import Domain
-from turnspec.tools_grammar.workloads.paraphrase import vary
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads import spoken
+from turnspec.workloads.catalog import Domain
+from turnspec.workloads.paraphrase import vary
+from turnspec.workloads.spoken import Said
 
 FIRST_NAMES = ("Maria", "James", "Priya", "Wei", "Fatima", "Carlos", "Emily", "Kwame", "Olivia", "Noah",
                "Aisha", "Liam", "Sofia", "Mateo", "Hannah", "Yuki", "Daniel", "Grace", "Omar", "Zoe")

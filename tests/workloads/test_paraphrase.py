@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from turnspec.tools_grammar.workloads import generate_conversations
-from turnspec.tools_grammar.workloads.paraphrase import GROUPS, vary
+from turnspec.workloads import generate_conversations
+from turnspec.workloads.paraphrase import GROUPS, vary
 
 
 def test_vary_swaps_within_groups_and_keeps_values() -> None:

@@ -12,9 +12,9 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Literal
 
-from turnspec.tools_grammar.workloads import catalog
-from turnspec.tools_grammar.workloads.dialogue import Dialogue
-from turnspec.tools_grammar.workloads.spoken import long_date
+from turnspec.workloads import catalog
+from turnspec.workloads.dialogue import Dialogue
+from turnspec.workloads.spoken import long_date
 
 Split = Literal["train", "heldout", "all"]
 SPLITS = ("train", "heldout", "generic")
@@ -203,4 +203,4 @@ SCENARIO_MODULES = ("domains_care", "domains_commerce", "domains_hospitality", "
 def _load_domains() -> None:
     """Importing the domain modules registers their domains and scenarios."""
     for name in SCENARIO_MODULES:
-        importlib.import_module(f"turnspec.tools_grammar.workloads.{name}")
+        importlib.import_module(f"turnspec.workloads.{name}")

@@ -3,7 +3,7 @@ split by scenario into train / held-out, plus generic chat prompts. See README.m
 
 from __future__ import annotations
 
-from turnspec.tools_grammar.workloads.conversation import (
+from turnspec.workloads.conversation import (
     Conversation,
     PromptTurn,
     conversation_id_of,
@@ -14,10 +14,10 @@ from turnspec.tools_grammar.workloads.conversation import (
     stable_unit,
     turns_for_prompting,
 )
-from turnspec.tools_grammar.workloads.dictation import dictation_conversations
-from turnspec.tools_grammar.workloads.generic import generic_prompts
-from turnspec.tools_grammar.workloads.readback import readback_conversations
-from turnspec.tools_grammar.workloads.synthetic import synthetic_conversations
+from turnspec.workloads.dictation import dictation_conversations
+from turnspec.workloads.generic import generic_prompts
+from turnspec.workloads.readback import readback_conversations
+from turnspec.workloads.synthetic import synthetic_conversations
 
 __all__ = [
     "Conversation", "PromptTurn", "conversation_id_of", "dictation_conversations", "export_jsonl", "generate_conversations",

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from turnspec.tools_grammar.workloads import spoken
-from turnspec.tools_grammar.workloads.catalog import scenario
-from turnspec.tools_grammar.workloads.dialogue import Dialogue, days_after
-from turnspec.tools_grammar.workloads.domains_money import BANK, UTILITIES, _verify
-from turnspec.tools_grammar.workloads.spoken import Said
+from turnspec.workloads import spoken
+from turnspec.workloads.catalog import scenario
+from turnspec.workloads.dialogue import Dialogue, days_after
+from turnspec.workloads.domains_money import BANK, UTILITIES, _verify
+from turnspec.workloads.spoken import Said
 
 EMPLOYERS = ("Acme Logistics", "Riverside School District", "Northwind Health", "Bluebird Cafe", "Metro Transit")
 SHOPS = ("Corner Market", "Shell", "Netflix", "City Parking", "Blue Bottle Coffee", "Target", "Walgreens")

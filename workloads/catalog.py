@@ -1,10 +1,14 @@
 """The registry of domains (a business with its tools) and scenarios (one caller goal, written
-as a short script against `Dialogue`), plus a compact way to write tool schemas.
+as a short script against `Dialogue`), the tool catalogs' loader, and a compact way to write
+tool schemas (synthetic.py's random tools).
 
-    RESTAURANT = domain("restaurant", "Luigi's Trattoria", tools=[tool("book_table", ...), ...])
+    RESTAURANT = domain("restaurant", ("Luigi's Trattoria", ...), "the host stand", load_tools("restaurant"))
 
     @scenario(RESTAURANT, "book_table")
     def book_table(d: Dialogue) -> None: ...
+
+A domain's tools are data: data/tools/<domain>.json, a JSON list of OpenAI Chat Completions
+function tools (data/tools/common.json: the ones every domain offers).
 
 Scenarios marked heldout=True never appear in the train split: a model tuned on train is
 measured on callers whose goals it has not seen (the tools and domains are shared).
@@ -17,8 +21,10 @@ Held-out scenarios are the same in every version, so held-out scores compare acr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnspec.tools_grammar.schema import ToolSpec, parse_tools
@@ -26,10 +32,10 @@ from turnspec.tools_grammar.schema import ToolSpec, parse_tools
 if TYPE_CHECKING:
     from turnspec.workloads.dialogue import Dialogue
 
-WORKLOADS = (1, 2)  # 2: 40 more train goals (scenarios_v2_*.py, 2026-12-01)
+WORKLOADS = (1, 2)  # 2: 40 more train goals, five per domain (since=2)
 LATEST_WORKLOAD = WORKLOADS[-1]
 DATE = r"^\d{4}-\d{2}-\d{2}$"
-TIME = r"^\d{2}:\d{2}$"
+TOOLS_DIR = Path(__file__).parent / "data" / "tools"
 
 
 def string(description: str, **extra: Any) -> dict:
@@ -41,22 +47,8 @@ def integer(description: str, minimum: int | None = None, maximum: int | None = 
     return {"type": "integer", "description": description, **bounds}
 
 
-def number(description: str, minimum: float | None = None, maximum: float | None = None) -> dict:
-    bounds = {k: v for k, v in (("minimum", minimum), ("maximum", maximum)) if v is not None}
-    return {"type": "number", "description": description, **bounds}
-
-
 def enum(description: str, *values: str) -> dict:
     return {"type": "string", "description": description, "enum": list(values)}
-
-
-def boolean(description: str) -> dict:
-    return {"type": "boolean", "description": description}
-
-
-def array(description: str, items: dict, max_items: int | None = None) -> dict:
-    extra = {"maxItems": max_items} if max_items is not None else {}
-    return {"type": "array", "description": description, "items": items, **extra, "minItems": 1}
 
 
 def obj(properties: dict, optional: tuple[str, ...] = ()) -> dict:
@@ -70,13 +62,18 @@ def tool(name: str, description: str, /, optional: tuple[str, ...] = (), **prope
     return {"type": "function", "function": {"name": name, "description": description, "parameters": obj(properties, optional)}}
 
 
-COMMON_TOOLS = (
-    tool("end_call", "End the phone call after the caller says goodbye.",
-         reason=enum("Why the call ends", "resolved", "caller_request", "no_response")),
-    tool("transfer_to_human", "Transfer the caller to a human agent.",
-         reason=string("Short reason for the transfer"),
-         department=enum("Which team", "billing", "support", "sales", "general")),
-)
+def load_tools(name: str) -> list[dict]:
+    """The tools in data/tools/<name>.json: OpenAI Chat Completions function tools, in order."""
+    path = TOOLS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"tools {name!r}: expected a catalog at {path}")
+    tools = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(tools, list) or not all(isinstance(t, dict) and t.get("type") == "function" for t in tools):
+        raise ValueError(f"{path}: expected a JSON list of {{\"type\": \"function\", \"function\": ...}} tools")
+    return tools
+
+
+COMMON_TOOLS = tuple(load_tools("common"))
 
 
 @dataclass(slots=True, frozen=True)

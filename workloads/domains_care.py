@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-from turnspec.workloads.catalog import (
-    DATE,
-    TIME,
-    domain,
-    enum,
-    scenario,
-    string,
-    tool,
-)
+from turnspec.workloads.catalog import domain, load_tools, scenario
 from turnspec.workloads.dialogue import Dialogue
 from turnspec.workloads.spoken import Said
 
 PLANS = ("basic", "unlimited", "unlimited_plus", "family")
 
-TELECOM = domain("telecom", ("Brightline Mobile", "Cascade Fiber", "Metro Connect"), "technical support", [
-    tool("check_outage", "Check for network outages near a ZIP code.", zip_code=string("Five-digit ZIP code", pattern=r"^\d{5}$")),
-    tool("run_line_diagnostics", "Run remote diagnostics on a phone line or modem.",
-         phone_number=string("Ten-digit phone number", pattern=r"^\d{10}$")),
-    tool("get_bill_summary", "Explain the latest bill.", account_number=string("Account number", pattern=r"^\d{9}$")),
-    tool("change_plan", "Switch the account to another plan.", account_number=string("Account number", pattern=r"^\d{9}$"),
-         plan=enum("New plan", *PLANS)),
-    tool("schedule_technician", "Book a technician visit.", zip_code=string("Five-digit ZIP code", pattern=r"^\d{5}$"),
-         date=string("Visit date, YYYY-MM-DD", pattern=DATE), window=enum("Arrival window", "morning", "afternoon")),
-])
+TELECOM = domain("telecom", ("Brightline Mobile", "Cascade Fiber", "Metro Connect"), "technical support", load_tools("telecom"))
 
 
 @scenario(TELECOM, "check_outage")
@@ -88,21 +71,7 @@ def schedule_technician(d: Dialogue) -> None:
 DOCTORS = ("dr_alvarez", "dr_bennett", "dr_choi")
 VISITS = ("checkup", "sick_visit", "follow_up", "vaccination")
 
-CLINIC = domain("clinic", ("Maple Grove Family Clinic", "Riverbend Medical Group", "Sunrise Pediatrics"), "the front desk", [
-    tool("find_appointment_slots", "List open appointment times.", optional=("provider",),
-         date=string("Date, YYYY-MM-DD", pattern=DATE), visit_type=enum("Kind of visit", *VISITS),
-         provider=enum("Preferred provider", *DOCTORS)),
-    tool("book_appointment", "Book an appointment.", patient_name=string("Patient full name"),
-         date_of_birth=string("Patient date of birth, YYYY-MM-DD", pattern=DATE), date=string("Date, YYYY-MM-DD", pattern=DATE),
-         time=string("Time, 24-hour HH:MM", pattern=TIME), visit_type=enum("Kind of visit", *VISITS)),
-    tool("reschedule_appointment", "Move an existing appointment.", patient_name=string("Patient full name"),
-         date_of_birth=string("Patient date of birth, YYYY-MM-DD", pattern=DATE),
-         new_date=string("New date, YYYY-MM-DD", pattern=DATE), new_time=string("New time, 24-hour HH:MM", pattern=TIME)),
-    tool("cancel_appointment", "Cancel an appointment.", patient_name=string("Patient full name"),
-         date_of_birth=string("Patient date of birth, YYYY-MM-DD", pattern=DATE), date=string("Appointment date, YYYY-MM-DD", pattern=DATE)),
-    tool("request_prescription_refill", "Send a refill request to the provider.", patient_name=string("Patient full name"),
-         date_of_birth=string("Patient date of birth, YYYY-MM-DD", pattern=DATE), medication=string("Medication name")),
-])
+CLINIC = domain("clinic", ("Maple Grove Family Clinic", "Riverbend Medical Group", "Sunrise Pediatrics"), "the front desk", load_tools("clinic"))
 
 
 @scenario(CLINIC, "find_and_book")

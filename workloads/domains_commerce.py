@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from turnspec.workloads.catalog import domain, enum, integer, scenario, string, tool
+from turnspec.workloads.catalog import domain, load_tools, scenario
 from turnspec.workloads.dialogue import CITIES, Dialogue
 
-ORDER = {"pattern": r"^\d{7}$"}
 REASONS = ("wrong_size", "damaged", "not_as_described", "changed_mind")
 
-SHOP = domain("ecommerce", ("Northwind Outfitters", "Pinecone Home Goods", "Brightside Electronics"), "order support", [
-    tool("get_order_status", "Look up where an order is.", order_number=string("Seven-digit order number", **ORDER)),
-    tool("start_return", "Start a return for one item.", order_number=string("Seven-digit order number", **ORDER),
-         item=string("Item to return"), reason=enum("Why it is returned", *REASONS)),
-    tool("change_shipping_address", "Change where an order ships (before it leaves).",
-         order_number=string("Seven-digit order number", **ORDER), street=string("Street address"), city=string("City"),
-         zip_code=string("Five-digit ZIP code", pattern=r"^\d{5}$")),
-    tool("cancel_order", "Cancel an order that has not shipped.", order_number=string("Seven-digit order number", **ORDER)),
-    tool("track_refund", "Check the status of a refund.", order_number=string("Seven-digit order number", **ORDER)),
-])
+SHOP = domain("ecommerce", ("Northwind Outfitters", "Pinecone Home Goods", "Brightside Electronics"), "order support", load_tools("ecommerce"))
 ITEMS = ("rain jacket", "hiking boots", "wool sweater", "desk lamp", "throw blanket", "bluetooth speaker", "coffee grinder")
 
 
@@ -76,18 +66,7 @@ def track_refund(d: Dialogue) -> None:
 
 PLACES = ("the airport", "Union Station", "the convention center", "Mercy Hospital", "the downtown library", "Lakeside Mall")
 
-RIDES = domain("ride_hailing", ("ZipRide", "Metro Cabs", "Hopper Rides"), "rider support", [
-    tool("get_fare_estimate", "Estimate a fare.", pickup=string("Pickup address or place"),
-         destination=string("Destination address or place"), ride_type=enum("Car type", "standard", "xl", "comfort")),
-    tool("request_ride", "Request a car now.", pickup=string("Pickup address or place"),
-         destination=string("Destination address or place"), ride_type=enum("Car type", "standard", "xl", "comfort"),
-         passengers=integer("Riders", 1, 6)),
-    tool("get_driver_eta", "Get the assigned driver's arrival time.", ride_id=string("Ride id")),
-    tool("cancel_ride", "Cancel a requested ride.", ride_id=string("Ride id"),
-         reason=enum("Why", "driver_late", "plans_changed", "wrong_pickup")),
-    tool("report_lost_item", "Report an item left in a car.", ride_id=string("Ride id"), item=string("What was left behind"),
-         callback_number=string("Ten-digit phone number", pattern=r"^\d{10}$")),
-])
+RIDES = domain("ride_hailing", ("ZipRide", "Metro Cabs", "Hopper Rides"), "rider support", load_tools("ride_hailing"))
 
 
 @scenario(RIDES, "estimate_then_ride")

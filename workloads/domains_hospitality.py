@@ -2,38 +2,11 @@
 
 from __future__ import annotations
 
-from turnspec.workloads.catalog import (
-    DATE,
-    TIME,
-    array,
-    domain,
-    enum,
-    integer,
-    obj,
-    scenario,
-    string,
-    tool,
-)
+from turnspec.workloads.catalog import domain, load_tools, scenario
 from turnspec.workloads.dialogue import Dialogue
 from turnspec.workloads.spoken import house_number
 
-RESTAURANT = domain("restaurant", ("Luigi's Trattoria", "Golden Wok", "The Blue Door Bistro", "Casa Verde"), "the host stand", [
-    tool("check_availability", "Find open tables for a party at a date and time.",
-         party_size=integer("Number of guests", 1, 20), date=string("Date, YYYY-MM-DD", pattern=DATE),
-         time=string("Preferred time, 24-hour HH:MM", pattern=TIME)),
-    tool("book_table", "Reserve a table.", optional=("seating", "notes"),
-         party_size=integer("Number of guests", 1, 20), date=string("Date, YYYY-MM-DD", pattern=DATE),
-         time=string("Time, 24-hour HH:MM", pattern=TIME), name=string("Name for the reservation"),
-         seating=enum("Seating preference", "indoor", "patio", "bar"), notes=string("Allergies, occasions, high chairs")),
-    tool("modify_reservation", "Change the time or party size of a reservation.", optional=("new_time", "new_party_size"),
-         confirmation_code=string("Reservation code"), new_time=string("New time, 24-hour HH:MM", pattern=TIME),
-         new_party_size=integer("New number of guests", 1, 20)),
-    tool("cancel_reservation", "Cancel a reservation.",
-         confirmation_code=string("Reservation code"), name=string("Name on the reservation")),
-    tool("place_takeout_order", "Place a pickup order.",
-         items=array("Dishes ordered", obj({"dish": string("Menu item"), "quantity": integer("How many", 1, 10)}), 8),
-         pickup_time=string("Pickup time, 24-hour HH:MM", pattern=TIME), name=string("Name for the order")),
-])
+RESTAURANT = domain("restaurant", ("Luigi's Trattoria", "Golden Wok", "The Blue Door Bistro", "Casa Verde"), "the host stand", load_tools("restaurant"))
 
 DISHES = ("margherita pizza", "spaghetti carbonara", "chicken parmesan", "caesar salad", "garlic bread",
           "kung pao chicken", "vegetable lo mein", "pork dumplings", "mushroom risotto", "tiramisu")
@@ -119,20 +92,7 @@ def takeout_order(d: Dialogue) -> None:
     d.say(f"Got it. Your total is {d.money_words(r['total'])}, ready at {d.time_words(time.value)}.")
 
 
-AIRLINE = domain("airline", ("SkyBridge Airlines", "Pacific Crest Air", "Northstar Airways"), "customer service", [
-    tool("flight_status", "Get the status of a flight.",
-         flight_number=string("Flight number like SB123", pattern=r"^[A-Z]{2}\d{1,4}$"), date=string("Date, YYYY-MM-DD", pattern=DATE)),
-    tool("lookup_booking", "Find a booking by confirmation code and last name.",
-         confirmation_code=string("Six-character booking code"), last_name=string("Passenger last name")),
-    tool("change_flight", "Move a booking to another date.",
-         confirmation_code=string("Booking code"), new_date=string("New date, YYYY-MM-DD", pattern=DATE),
-         time_of_day=enum("Preferred departure", "morning", "afternoon", "evening")),
-    tool("select_seat", "Choose a seat on a booking.", optional=("row",),
-         confirmation_code=string("Booking code"), preference=enum("Seat type", "window", "aisle", "middle"),
-         row=integer("Preferred row", 1, 40)),
-    tool("add_checked_bag", "Add checked bags to a booking.",
-         confirmation_code=string("Booking code"), bags=integer("Number of bags to add", 1, 3)),
-])
+AIRLINE = domain("airline", ("SkyBridge Airlines", "Pacific Crest Air", "Northstar Airways"), "customer service", load_tools("airline"))
 
 
 def _flight(d: Dialogue) -> tuple[str, str]:

@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
-from turnspec.workloads.catalog import (
-    DATE,
-    boolean,
-    domain,
-    enum,
-    integer,
-    number,
-    scenario,
-    string,
-    tool,
-)
+from turnspec.workloads.catalog import domain, load_tools, scenario
 from turnspec.workloads.dialogue import Dialogue
 
-BANK = domain("bank", ("Harbor Federal Credit Union", "Summit Savings Bank", "First Prairie Bank"), "member services", [
-    tool("verify_identity", "Verify the caller before account access.",
-         account_last_four=string("Last four digits of the account", pattern=r"^\d{4}$"),
-         date_of_birth=string("Date of birth, YYYY-MM-DD", pattern=DATE)),
-    tool("get_balance", "Get the balance of one account.", account=enum("Which account", "checking", "savings")),
-    tool("list_transactions", "List recent transactions.",
-         account=enum("Which account", "checking", "savings"), days=integer("How many days back", 1, 90)),
-    tool("transfer_funds", "Move money between the caller's accounts.",
-         from_account=enum("Source", "checking", "savings"), to_account=enum("Destination", "checking", "savings"),
-         amount=number("Amount in dollars", 0.01, 10000)),
-    tool("report_lost_card", "Block a lost or stolen card.",
-         card_last_four=string("Last four digits of the card", pattern=r"^\d{4}$"), reissue=boolean("Send a replacement card")),
-])
+BANK = domain("bank", ("Harbor Federal Credit Union", "Summit Savings Bank", "First Prairie Bank"), "member services", load_tools("bank"))
 
 
 def _verify(d: Dialogue) -> None:
@@ -85,17 +63,7 @@ def lost_card(d: Dialogue) -> None:
     d.say("Your card is blocked." + (" A new one will arrive in about five business days." if reissue else ""))
 
 
-UTILITIES = domain("utilities", ("Riverside Power & Water", "Valley Gas and Electric", "Lakeshore Utilities"), "customer care", [
-    tool("report_outage", "Report a service outage at an address.", address=string("Street address"),
-         service=enum("Affected service", "electric", "water", "gas")),
-    tool("get_account_balance", "Get the amount due on a utility account.", account_number=string("Account number", pattern=r"^\d{8}$")),
-    tool("make_payment", "Pay toward a utility bill.", account_number=string("Account number", pattern=r"^\d{8}$"),
-         amount=number("Amount in dollars", 1, 5000), method=enum("How to pay", "card_on_file", "bank_account")),
-    tool("start_service", "Start service at a new address.", address=string("Street address"),
-         start_date=string("Start date, YYYY-MM-DD", pattern=DATE), service=enum("Service to start", "electric", "water", "gas")),
-    tool("set_up_payment_plan", "Split an overdue balance into monthly payments.",
-         account_number=string("Account number", pattern=r"^\d{8}$"), months=integer("Number of months", 2, 12)),
-])
+UTILITIES = domain("utilities", ("Riverside Power & Water", "Valley Gas and Electric", "Lakeshore Utilities"), "customer care", load_tools("utilities"))
 
 
 @scenario(UTILITIES, "report_outage")

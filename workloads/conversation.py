@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import random
 from collections.abc import Iterable, Iterator, Sequence
@@ -12,7 +11,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Literal
 
-from turnspec.workloads import catalog
+from turnspec.workloads import catalog, domains
 from turnspec.workloads.dialogue import Dialogue
 from turnspec.workloads.spoken import long_date
 
@@ -91,9 +90,10 @@ def sampled(conversations: Iterable[Conversation], fraction: float, seed: int,
 
 
 def scenarios_for(split: Split, workload: int = catalog.LATEST_WORKLOAD) -> list[catalog.Scenario]:
-    """The scenarios a split draws from in that workload version (sorted by name, so generation
-    is stable)."""
-    _load_domains()
+    """The scenarios a split draws from in that workload version, sorted by name: the pool's order
+    (which `rng.choice` picks from) depends on the names alone, not on the order the domain
+    modules register in, so conversation i stays the same when scenarios move between modules."""
+    domains.load_all()
     if split not in ("train", "heldout", "all"):
         raise ValueError(f"split: expected train, heldout or all, got {split!r}")
     if workload not in catalog.WORKLOADS:
@@ -193,14 +193,3 @@ def export_jsonl(conversations: Iterable[Conversation], path: str | Path) -> int
 def load_jsonl(path: str | Path) -> list[Conversation]:
     with open(path, encoding="utf-8") as src:
         return [Conversation.from_record(json.loads(line)) for line in src if line.strip()]
-
-
-SCENARIO_MODULES = ("domains_care", "domains_commerce", "domains_hospitality", "domains_money",
-                    "scenarios_more_a", "scenarios_more_b",
-                    "scenarios_v2_hospitality", "scenarios_v2_money", "scenarios_v2_care", "scenarios_v2_commerce")
-
-
-def _load_domains() -> None:
-    """Importing the domain modules registers their domains and scenarios."""
-    for name in SCENARIO_MODULES:
-        importlib.import_module(f"turnspec.workloads.{name}")

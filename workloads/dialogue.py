@@ -32,6 +32,12 @@ def days_after(iso: str, days: int) -> str:
     return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
 
 
+def minutes_after(hhmm: str, minutes: int) -> str:
+    """The "HH:MM" time `minutes` after `hhmm` (before it for negative minutes; wraps at midnight)."""
+    total = (int(hhmm[:2]) * 60 + int(hhmm[3:]) + minutes) % (24 * 60)
+    return f"{total // 60:02d}:{total % 60:02d}"
+
+
 class Dialogue:
     """One conversation being written. Helpers return `Said` values (tool value + spoken words)."""
 

@@ -19,6 +19,7 @@ FILLERS = ("um, ", "uh, ", "so ", "yeah, ", "okay so ", "oh, ", "")
 GREETINGS = ("hi, ", "hey, ", "hello, ", "um, hi, ", "yeah hi, ", "hi there, ")
 CORRECTIONS = ("{wrong}, no wait, make that {right}", "{wrong}, uh, actually {right}",
                "{wrong}... sorry, {right}", "{wrong}, no, {right}")
+CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # codes leave out I, O, 0 and 1 (read alike)
 
 
 @dataclass(slots=True, frozen=True)
@@ -140,12 +141,22 @@ def digits(rng: random.Random, length: int, group: int = 0) -> Said:
 
 def code(rng: random.Random, length: int = 6) -> str:
     """A confirmation code like "R7K2QX" (letters without I/O to stay readable)."""
-    return "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(length))
+    return "".join(rng.choice(CODE_CHARS) for _ in range(length))
 
 
 def spell(text: str) -> str:
     """Read a code out: "R7K" -> "R 7 K"."""
     return " ".join(text)
+
+
+def with_article(word: str) -> str:
+    """"window" -> "a window", "aisle" -> "an aisle"."""
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
+def duration_words(minutes: int) -> str:
+    """A wait or a trip: 1 -> "one minute", 6 -> "six minutes"."""
+    return "one minute" if minutes == 1 else f"{words(minutes)} minutes"
 
 
 def filler(rng: random.Random, p: float = 0.6, first_turn: bool = False) -> str:

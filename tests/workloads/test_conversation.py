@@ -158,6 +158,7 @@ def test_later_workloads_add_train_goals_and_keep_the_heldout_ones() -> None:
 
 
 def test_scenario_versions_are_checked() -> None:
+    scenarios_for("all")                                         # registers the domains
     dom = DOMAINS["bank"]
     with pytest.raises(ValueError, match="held-out scenarios must be in every workload version"):
         scenario(dom, "never_registered", heldout=True, since=2)

@@ -1,28 +1,34 @@
-"""Workload version 2 train scenarios (since=2): five new caller goals each for clinic and telecom.
+"""Clinic scheduling callers (the front desk): slots, bookings, reschedules, refills.
 
-Flows the older scenarios lack: a slot search before a reschedule, a cancel on the wrong day,
-a slot taken between search and booking, a cancel then a different visit, slots read by
-provider; two outage checks in one call, a line test that points to an outage, an overage with
-an upgrade the caller may decline, a plan change on a misheard account, a bill still on the old
-plan. Only tools that train scenarios already call (never request_prescription_refill).
-"""
+Held out: prescription_refill (request_prescription_refill is called by no train goal). The later
+train goals add a full day then another day or provider, two siblings back to back, openings
+checked before a reschedule, a cancel on the wrong day, a slot taken between search and booking,
+a cancel then a vaccination and slots read by provider."""
 
 from __future__ import annotations
 
 from datetime import date
 
 from turnspec.workloads import spoken
-from turnspec.workloads.catalog import scenario
-from turnspec.workloads.dialogue import FIRST_NAMES, Dialogue, days_after
-from turnspec.workloads.domains_care import CLINIC, DOCTORS, PLANS, TELECOM
-from turnspec.workloads.scenarios_more_b import PLAN_PRICES
+from turnspec.workloads.catalog import domain, load_tools, scenario
+from turnspec.workloads.dialogue import FIRST_NAMES, LAST_NAMES, Dialogue, days_after
 from turnspec.workloads.spoken import Said
 
+CLINIC = domain("clinic", ("Maple Grove Family Clinic", "Riverbend Medical Group", "Sunrise Pediatrics"),
+                "the front desk", load_tools("clinic"))
+DOCTORS = ("dr_alvarez", "dr_bennett", "dr_choi")
+VISITS = ("checkup", "sick_visit", "follow_up", "vaccination")
 KINDS = {"checkup": "checkup", "sick_visit": "sick visit", "follow_up": "follow up", "vaccination": "vaccination"}
 
 
 def _doctor(name: str) -> str:
     return name.replace("dr_", "doctor ").title()
+
+
+def _child(d: Dialogue, first: str, last: str) -> tuple[Said, Said]:
+    born = date(d.rng.randint(2012, 2024), d.rng.randint(1, 12), d.rng.randint(1, 28))
+    said = f"{spoken.spoken_date(born.isoformat())} {spoken.year(born.year)}".lower()
+    return Said(f"{first} {last}", f"{first}"), Said(born.isoformat(), said)
 
 
 def _slots(d: Dialogue, n: int, first: int, last: int) -> list[str]:
@@ -45,11 +51,110 @@ def _heard(d: Dialogue, slot: str) -> str:
     return said.rsplit(" ", 1)[0] if d.chance(0.5) else said
 
 
-def _plan(plan: str) -> str:
-    return plan.replace("_", " ")
+# -- first goals (workload 1) -------------------------------------------------------------------
 
 
-# -- clinic -------------------------------------------------------------------------------------
+@scenario(CLINIC, "find_and_book")
+def find_and_book(d: Dialogue) -> None:
+    day, visit = d.day(14), d.pick(*VISITS)
+    doctor = d.pick(None, *DOCTORS)
+    want = f" with {doctor.replace('dr_', 'doctor ').title()}" if doctor else ""
+    d.user(f"I need to make an appointment{want} {day}, for a {visit.replace('_', ' ')}",
+           f"do you have anything {day}{want}? it's a {visit.replace('_', ' ')}")
+    args = {"date": day.value, "visit_type": visit, **({"provider": doctor} if doctor else {})}
+    slots = sorted({d.clock(8, 16).value for _ in range(3)})
+    d.call("find_appointment_slots", args, {"slots": slots})
+    d.say(f"On {d.date_words(day.value)} I have " + ", ".join(d.time_words(s) for s in slots) + ". Which would you like?")
+    slot, name, dob = d.pick(*slots), d.person(), d.birthday()
+    d.user(f"{d.time_words(slot)} please. it's for {name}, born {dob}", f"um, {d.time_words(slot)}. patient is {name}, birthday {dob}")
+    d.call("book_appointment", {"patient_name": name.value, "date_of_birth": dob.value, "date": day.value, "time": slot,
+                                "visit_type": visit}, {"status": "booked"})
+    d.say(f"{name.value.split()[0]} is booked for {d.date_words(day.value)} at {d.time_words(slot)}. Please arrive ten minutes early.")
+
+
+@scenario(CLINIC, "reschedule")
+def reschedule(d: Dialogue) -> None:
+    name, dob, day, time = d.person(), d.birthday(), d.day(21), d.clock(8, 16)
+    d.user(f"I need to move my appointment. {name}, date of birth {dob}", f"hi, this is {name}, born {dob}, I have to reschedule")
+    d.say("No problem. What day and time would work better?")
+    d.user(f"{day} at {d.fix(time, d.clock(8, 16))}", f"could we do {day}, around {time}?")
+    d.call("reschedule_appointment", {"patient_name": name.value, "date_of_birth": dob.value, "new_date": day.value,
+                                      "new_time": time.value}, {"status": "rescheduled"})
+    d.say(f"Done, you're now on {d.date_words(day.value)} at {d.time_words(time.value)}.")
+
+
+@scenario(CLINIC, "cancel_appointment")
+def cancel_appointment(d: Dialogue) -> None:
+    name, dob, day = d.person(), d.birthday(), d.day(10)
+    d.user(f"I have to cancel my appointment {day}. name is {name}, born {dob}",
+           f"please cancel {name}'s visit {day}, date of birth {dob}")
+    d.call("cancel_appointment", {"patient_name": name.value, "date_of_birth": dob.value, "date": day.value}, {"status": "cancelled"})
+    d.say("Your appointment is cancelled. Call us whenever you'd like to rebook.")
+
+
+@scenario(CLINIC, "prescription_refill", heldout=True)
+def prescription_refill(d: Dialogue) -> None:
+    name, dob = d.person(), d.birthday()
+    med = d.pick("lisinopril", "metformin", "atorvastatin", "levothyroxine", "amoxicillin", "albuterol inhaler")
+    d.user(f"I need a refill on my {med}. I'm {name}, born {dob}", f"can you send a refill request for {med}? {name}, {dob}")
+    d.call("request_prescription_refill", {"patient_name": name.value, "date_of_birth": dob.value, "medication": med},
+           {"status": "sent", "pharmacy": d.pick("CVS on Main Street", "Walgreens on Oak Street")})
+    d.say(f"I've sent the {med} refill to your provider. It usually takes one to two business days.")
+
+
+# -- more train goals (workload 1): retries, changes of mind, several lookups -------------------
+
+
+@scenario(CLINIC, "no_slots_then_book")
+def no_slots_then_book(d: Dialogue) -> None:
+    """The wanted provider is full that day; the caller takes the next day or another provider."""
+    day, visit, doctor = d.day(14), d.pick("checkup", "follow_up", "sick_visit"), d.pick(*DOCTORS)
+    kind = visit.replace("_", " ")
+    d.user(f"can I see {_doctor(doctor)} {day} for a {kind}?", f"I'd like a {kind} with {_doctor(doctor)}, {day} if possible")
+    d.call("find_appointment_slots", {"date": day.value, "visit_type": visit, "provider": doctor},
+           {"slots": [], "provider": doctor, "note": "fully booked"})
+    d.say(f"{_doctor(doctor)} is fully booked on {d.date_words(day.value)}. I can check the next day, "
+          "or someone else that day. Which would you prefer?")
+    slots = sorted({d.clock(8, 16).value for _ in range(3)})
+    if d.chance(0.5):
+        when, who = days_after(day.value, 1), doctor
+        d.user(f"let's try the next day with {_doctor(doctor)}", "the next day is fine", filler=0.3)
+        d.call("find_appointment_slots", {"date": when, "visit_type": visit, "provider": doctor}, {"slots": slots, "provider": doctor})
+    else:
+        when, who = day.value, d.pick(*[x for x in DOCTORS if x != doctor])
+        d.user("anyone else that day is fine", "I'll see whoever is free that day", filler=0.3)
+        d.call("find_appointment_slots", {"date": when, "visit_type": visit}, {"slots": slots, "provider": who})
+    d.say(f"On {d.date_words(when)}, {_doctor(who)} has " + ", ".join(d.time_words(s) for s in slots) + ". Which one?")
+    slot, name, dob = d.pick(*slots), d.person(), d.birthday()
+    d.user(f"{d.time_words(slot)}. it's {name}, born {dob}", f"I'll take {d.time_words(slot)}. name is {name}, birthday {dob}")
+    d.call("book_appointment", {"patient_name": name.value, "date_of_birth": dob.value, "date": when, "time": slot,
+                                "visit_type": visit}, {"status": "booked", "provider": who})
+    d.say(f"Booked: {name.value.split()[0]} with {_doctor(who)} on {d.date_words(when)} at {d.time_words(slot)}.")
+
+
+@scenario(CLINIC, "siblings_back_to_back")
+def siblings_back_to_back(d: Dialogue) -> None:
+    """One slot search, then two bookings: a parent books two children back to back."""
+    day, visit = d.day(21), d.pick("checkup", "vaccination")
+    last = d.rng.choice(LAST_NAMES)
+    (kid1, dob1), (kid2, dob2) = (_child(d, first, last) for first in d.rng.sample(FIRST_NAMES, 2))
+    d.user(f"I need {visit}s for both my kids {day}, back to back if you can",
+           f"can I bring my two children in {day}? they both need a {visit}")
+    hour = d.rng.randint(8, 15)
+    slots = [f"{hour:02d}:00", f"{hour:02d}:30", f"{hour + 1:02d}:15"]
+    d.call("find_appointment_slots", {"date": day.value, "visit_type": visit}, {"slots": slots})
+    d.say(f"On {d.date_words(day.value)} I can do {d.time_words(slots[0])} and {d.time_words(slots[1])} back to back. "
+          "What are the children's names and birthdays?")
+    d.user(f"{kid1} {last}, born {dob1}, and {kid2}, born {dob2}",
+           f"it's {kid1}, {dob1}, and {kid2}, {dob2}. last name {last}")
+    for kid, dob, slot in ((kid1, dob1, slots[0]), (kid2, dob2, slots[1])):
+        d.call("book_appointment", {"patient_name": kid.value, "date_of_birth": dob.value, "date": day.value, "time": slot,
+                                    "visit_type": visit}, {"status": "booked", "patient": kid.value, "time": slot})
+    d.say(f"Both are booked on {d.date_words(day.value)}: {kid1.spoken} at {d.time_words(slots[0])} and "
+          f"{kid2.spoken} at {d.time_words(slots[1])}. Please arrive ten minutes early.")
+
+
+# -- workload 2 train goals (since=2) -----------------------------------------------------------
 
 
 @scenario(CLINIC, "check_then_reschedule", since=2)
@@ -188,130 +293,3 @@ def after_school_by_provider(d: Dialogue) -> None:
                                 "time": pick["time"], "visit_type": visit}, {"status": "booked", "provider": pick["provider"]})
     d.say(f"{kid} is booked with {_doctor(pick['provider'])} on {d.date_words(day.value)} at {d.time_words(pick['time'])}.")
 
-
-# -- telecom ------------------------------------------------------------------------------------
-
-
-@scenario(TELECOM, "outage_home_and_office", since=2)
-def outage_home_and_office(d: Dialogue) -> None:
-    """Two outage checks in one call (home and a second place); the caller then asks when one
-    comes back, answered from the earlier result."""
-    home, work, place = d.digits(5), d.digits(5), d.pick("office", "shop", "mom's place")
-    d.user(f"my internet is down at home and at my {place} too. home is {home} and the {place} is {work}",
-           f"nothing's working at my house or my {place}. zip codes {home} and {work}, is there an outage?")
-    down = d.pick((True, False), (False, True), (True, True))
-    results = [d.call("check_outage", {"zip_code": z.value},
-                      {"outage": True, "cause": d.pick("a fiber cut", "storm damage", "equipment maintenance"),
-                       "estimated_fix": d.clock(12, 21).value} if out else {"outage": False})
-               for z, out in zip((home, work), down, strict=True)]
-    where = ("at home", f"at your {place}")
-    parts = [f"there's an outage {w} from {r['cause']}" if r["outage"] else f"there's no outage {w}"
-             for w, r in zip(where, results, strict=True)]
-    tip = "" if all(down) else " For the one without an outage, try restarting the modem first."
-    d.say(f"I checked both: {parts[0]}, and {parts[1]}.{tip}")
-    i = d.pick(*[k for k in (0, 1) if down[k]])
-    d.user(f"okay. when is the {('home', place)[i]} one supposed to be fixed?",
-           f"so how long until it's back {where[i].replace('your', 'my')}?", filler=0.3)
-    d.say(f"Crews expect it fixed by about {d.time_words(results[i]['estimated_fix'])}. If it's still down after that, let us know.")
-
-
-@scenario(TELECOM, "line_test_finds_outage", since=2)
-def line_test_finds_outage(d: Dialogue) -> None:
-    """The reverse order of a no-outage call: the line test points upstream, the agent asks for
-    the ZIP code and finds an outage; the caller asks how widespread it is."""
-    phone, zip_code = d.digits(10), d.digits(5)
-    d.user(f"both my internet and my home phone just died. the number is {phone}",
-           f"can you test my line? everything went dead a few minutes ago. it's {phone}")
-    d.call("run_line_diagnostics", {"phone_number": phone.value}, {"signal": "none", "fault": "upstream_no_sync", "needs_visit": False})
-    d.say("Your equipment answers our test, but there's no signal coming from our network, which usually means an outage. "
-          "What's your ZIP code?")
-    d.user(f"it's {zip_code}", f"{zip_code}", filler=0.3)
-    r = d.call("check_outage", {"zip_code": zip_code.value},
-               {"outage": True, "cause": d.pick("a damaged cable", "a power failure at a hub", "storm damage"),
-                "estimated_fix": d.clock(13, 22).value, "affected_customers": d.rng.randint(40, 2500)})
-    d.say(f"Yes, there's an outage near you caused by {r['cause']}. It should be fixed by about "
-          f"{d.time_words(r['estimated_fix'])}, and you don't need a technician.")
-    d.user("is it just my street or the whole neighborhood?", "wow, is it just me?", "how many people are out?", filler=0.3)
-    d.say(f"It's not just you: about {d.words(r['affected_customers'])} customers are affected. "
-          "Service should come back on its own once it's repaired.")
-
-
-@scenario(TELECOM, "overage_upgrade_offer", since=2)
-def overage_upgrade_offer(d: Dialogue) -> None:
-    """A bill with a data overage; the agent offers unlimited and the caller takes it or declines."""
-    account, limit = d.digits(9), 8
-    used, fee = d.rng.randint(10, 16), d.money(10, 40, cents=False).value
-    d.user(f"there's an extra charge on my bill I don't understand. account {account}",
-           f"why is my bill higher than usual? my account number is {account}")
-    r = d.call("get_bill_summary", {"account_number": account.value},
-               {"total": round(PLAN_PRICES["basic"] + fee + 6.5, 2), "plan": "basic", "plan_price": PLAN_PRICES["basic"],
-                "overage_charge": fee, "data_used_gb": used, "data_limit_gb": limit, "due_date": d.day(20).value})
-    d.say(f"The extra {d.money_words(r['overage_charge'])} is a data overage. You used {d.words(r['data_used_gb'])} gigabytes, "
-          f"and your basic plan includes {d.words(r['data_limit_gb'])}. Your total is {d.money_words(r['total'])}, "
-          f"due {d.date_words(r['due_date'])}.")
-    d.user("would a bigger plan have avoided that?", "is there a plan where that doesn't happen?", filler=0.3)
-    d.say(f"Unlimited is {d.money_words(PLAN_PRICES['unlimited'])} a month with no overage charges. Would you like to switch?")
-    if d.chance(0.45):
-        d.user("no, I'll just watch my data more carefully", "hmm, no thanks, I'll stay on basic", "not right now, thanks")
-        d.say(f"No problem, you'll stay on basic. Just keep an eye on the {d.words(limit)} gigabyte limit to avoid the charge.")
-        return
-    d.user("yeah, let's do unlimited", "okay, switch me to unlimited", filler=0.3)
-    c = d.call("change_plan", {"account_number": account.value, "plan": "unlimited"},
-               {"status": "changed", "effective": d.day(30).value, "monthly_price": PLAN_PRICES["unlimited"]})
-    d.say(f"You're on unlimited from {d.date_words(c['effective'])}, {d.money_words(c['monthly_price'])} a month. "
-          "This bill's overage still applies.")
-
-
-@scenario(TELECOM, "plan_change_account_retry", since=2)
-def plan_change_account_retry(d: Dialogue) -> None:
-    """The agent asks for the account, the change fails on a misheard number, the caller rereads
-    it, and then asks a follow-up answered from the change result."""
-    plan = d.pick("family", "unlimited_plus")
-    why = "add my kids to my phone plan" if plan == "family" else "get more hotspot data"
-    d.user(f"I want to {why}. can you move me to {_plan(plan)}?", f"hi, I'd like to switch to the {_plan(plan)} plan")
-    d.say("I can help with that. What's your account number?", "Sure. Can I get your nine digit account number?")
-    wrong, account = d.digits(9), d.digits(9)
-    d.user(f"{wrong}", f"it's {wrong}", filler=0.3)
-    d.call("change_plan", {"account_number": wrong.value, "plan": plan}, {"status": "error", "error": "account_not_found"})
-    d.say(f"I couldn't find account {d.spell(wrong.value)}. Could you read it once more? It's at the top of your bill.")
-    d.user(f"sorry, it's {account}", f"oh, my mistake. {account}", filler=0.3)
-    c = d.call("change_plan", {"account_number": account.value, "plan": plan},
-               {"status": "changed", "effective": d.day(30).value, "monthly_price": PLAN_PRICES[plan],
-                "lines_included": 4 if plan == "family" else 1, "hotspot_gb": 30 if plan == "family" else 50})
-    d.say(f"Done, you're on {_plan(plan)} starting {d.date_words(c['effective'])}, {d.money_words(c['monthly_price'])} a month.")
-    if plan == "family":
-        d.user("how many lines does that cover?", "and how many phones can be on it?", filler=0.3)
-        d.say(f"It includes {d.words(c['lines_included'])} lines, with {d.words(c['hotspot_gb'])} gigabytes of hotspot data shared.")
-    else:
-        d.user("how much hotspot do I get now?", "and what's the hotspot limit on that?", filler=0.3)
-        d.say(f"You get {d.words(c['hotspot_gb'])} gigabytes of hotspot data each month.")
-
-
-@scenario(TELECOM, "bill_shows_old_plan", since=2)
-def bill_shows_old_plan(d: Dialogue) -> None:
-    """The caller switched plans but the bill shows the old price: either the change is pending
-    (the agent reads its date) or it never went through (the agent applies it now)."""
-    account = d.digits(9)
-    new, old = d.rng.sample(list(PLANS), 2)
-    d.user(f"I switched to {_plan(new)} last month but my bill still shows the old price. account {account}",
-           f"my bill says {_plan(old)} but I changed to {_plan(new)}. account number {account}")
-    pending = d.chance(0.5)
-    start = d.day(25).value
-    r = d.call("get_bill_summary", {"account_number": account.value},
-               {"total": round(PLAN_PRICES[old] + 9.4, 2), "plan": old, "plan_price": PLAN_PRICES[old],
-                "pending_change": {"plan": new, "effective": start, "next_bill_estimate": round(PLAN_PRICES[new] + 9.4, 2)}
-                if pending else None})
-    if pending:
-        p = r["pending_change"]
-        d.say(f"Your switch to {_plan(p['plan'])} is on the account, but it starts {d.date_words(p['effective'])}, with your next "
-              f"billing cycle. This bill is still {_plan(old)} at {d.money_words(r['plan_price'])}.")
-        d.user("so what will next month look like?", "okay, and what should the next bill be?", filler=0.3)
-        d.say(f"Your next bill should be about {d.money_words(p['next_bill_estimate'])}, including taxes and fees.")
-        return
-    d.say(f"I don't see a plan change on the account, so you're still on {_plan(old)}. "
-          f"Would you like me to switch you to {_plan(new)} now?")
-    d.user("yes please, I thought I did that already", "ugh, yes, do it now", "yes, go ahead", filler=0.3)
-    c = d.call("change_plan", {"account_number": account.value, "plan": new},
-               {"status": "changed", "effective": start, "monthly_price": PLAN_PRICES[new]})
-    d.say(f"Done. You're switched to {_plan(new)}, {d.money_words(c['monthly_price'])} a month, starting "
-          f"{d.date_words(c['effective'])}.")

@@ -1,43 +1,140 @@
-"""Workload version 2 train scenarios, e-commerce and ride hailing: five new caller goals each.
+"""E-commerce order callers (order support): status, returns, address changes, cancels, refunds.
 
-Flows the older scenarios lack: a ZIP code rejected and fixed, two order lookups before a cancel,
-a cancel that fails first, a return-window check with a follow-up, a replacement request ending
-in a transfer, a booking refused for too many riders, round-trip estimates, a misheard ride id, a
-booking for someone else, and a cancel rethought over its fee. The tools reserved for held-out
-goals (track_refund, report_lost_item) stay out.
-"""
+Held out: track_refund (its tool is called by no train goal). The later train goals add a wrong
+order number rechecked, two items returned, a ZIP code rejected and fixed, two lookups before a
+cancel, a cancel that fails first, a return-window check and a replacement request."""
 
 from __future__ import annotations
 
-from turnspec.workloads.catalog import scenario
+from turnspec.workloads.catalog import domain, load_tools, scenario
 from turnspec.workloads.dialogue import CITIES, Dialogue
-from turnspec.workloads.domains_commerce import ITEMS, PLACES, RIDES, SHOP
+from turnspec.workloads.spoken import duration_words, with_article
 
-CARRIERS = ("UPS", "FedEx", "USPS")
-CARS = ("gray Toyota Camry", "black Honda Accord", "white Tesla Model 3", "blue Hyundai Sonata", "silver Kia Optima")
+SHOP = domain("ecommerce", ("Northwind Outfitters", "Pinecone Home Goods", "Brightside Electronics"),
+              "order support", load_tools("ecommerce"))
+REASONS = ("wrong_size", "damaged", "not_as_described", "changed_mind")
+ITEMS = ("rain jacket", "hiking boots", "wool sweater", "desk lamp", "throw blanket", "bluetooth speaker", "coffee grinder")
 SINGLE = tuple(i for i in ITEMS if not i.endswith("s"))  # "it arrived broken" reads right
-XL_CARS = ("black Chevy Suburban", "white Honda Odyssey", "gray Toyota Sienna")
-CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CARRIERS = ("UPS", "FedEx", "USPS")
 
 
-def _first(d: Dialogue) -> str:
-    return d.person().value.split()[0]
+# -- first goals (workload 1) -------------------------------------------------------------------
 
 
-def _minutes(d: Dialogue, n: int) -> str:
-    return "one minute" if n == 1 else f"{d.words(n)} minutes"
+@scenario(SHOP, "order_status")
+def order_status(d: Dialogue) -> None:
+    order = d.digits(7)
+    d.user(f"where's my order? the number is {order}", f"I'm checking on order {order}", f"my package hasn't shown up, order {order}")
+    r = d.call("get_order_status", {"order_number": order.value},
+               d.pick({"status": "in_transit", "carrier": "UPS", "eta": d.day(5).value}, {"status": "delivered", "delivered_on": d.day(0).value}))
+    if r["status"] == "in_transit":
+        d.say(f"It's on the way with {r['carrier']} and should arrive {d.date_words(r['eta'])}.")
+    else:
+        d.say("It shows as delivered today. Could you check with neighbors or your building's mail room?")
 
 
-def _fare(d: Dialogue, low: int, high: int, minutes: tuple[int, ...]) -> dict:
-    cheap = d.rng.randint(low, high)
-    return {"low": float(cheap), "high": float(cheap + d.rng.randint(5, 12)), "minutes": d.pick(*minutes)}
+@scenario(SHOP, "start_return")
+def start_return(d: Dialogue) -> None:
+    order, item, reason = d.digits(7), d.pick(*ITEMS), d.pick(*REASONS)
+    why = {"wrong_size": "it doesn't fit", "damaged": "it arrived broken", "not_as_described": "it's not what the picture showed",
+           "changed_mind": "I changed my mind"}[reason]
+    d.user(f"I want to return the {item} from order {order}, {why}", f"hi, can I send back a {item}? {why}. order {order}")
+    d.call("start_return", {"order_number": order.value, "item": item, "reason": reason},
+           {"status": "return_started", "label_sent_to": "email", "refund_days": 5})
+    d.say(f"Your return for the {item} is started. I've emailed a prepaid label; the refund takes about five days once we get it.")
 
 
-def _booked(d: Dialogue, cars: tuple[str, ...] = CARS) -> dict:
-    return {"ride_id": "R" + d.code(6).value, "driver": _first(d), "car": d.pick(*cars), "eta_minutes": d.pick(3, 4, 6, 9)}
+@scenario(SHOP, "change_address")
+def change_address(d: Dialogue) -> None:
+    order, address, city, zip_code = d.digits(7), d.address(), d.pick(*CITIES), d.digits(5)
+    d.user(f"can I change the shipping address on order {order}?", f"I moved, I need order {order} to go somewhere else")
+    d.say("If it hasn't shipped yet, yes. What's the new address?")
+    d.user(f"{address}, {city}, {zip_code}", f"it's {address} in {city}, zip {zip_code}")
+    d.call("change_shipping_address", {"order_number": order.value, "street": address.value, "city": city, "zip_code": zip_code.value},
+           {"status": "updated"})
+    d.say(f"Updated. Your order will now ship to {address.value}, {city}.")
 
 
-# -- e-commerce ---------------------------------------------------------------------------------
+@scenario(SHOP, "cancel_order")
+def cancel_order(d: Dialogue) -> None:
+    order = d.digits(7)
+    d.user(f"please cancel order {order}", f"I ordered something by mistake, order {order}, can you cancel it?")
+    r = d.call("cancel_order", {"order_number": order.value}, d.pick({"status": "cancelled"}, {"status": "already_shipped"}))
+    if r["status"] == "cancelled":
+        d.say("It's cancelled, and you won't be charged.")
+    else:
+        d.say("It already shipped, so I can't cancel it, but you can return it free once it arrives.")
+
+
+@scenario(SHOP, "track_refund", heldout=True)
+def track_refund(d: Dialogue) -> None:
+    order = d.digits(7)
+    d.user(f"I returned something weeks ago and haven't got my money. order {order}", f"where's my refund for order {order}?")
+    r = d.call("track_refund", {"order_number": order.value}, {"status": "issued", "amount": d.money(15, 250).value, "issued_on": d.day(3).value})
+    d.say(f"Your refund of {d.money_words(r['amount'])} was issued {d.date_words(r['issued_on'])}; banks take three to five days to post it.")
+
+
+@scenario(SHOP, "status_then_cancel")
+def status_then_cancel(d: Dialogue) -> None:
+    order, item = d.digits(7), d.pick(*ITEMS)
+    d.user(f"has my {item} shipped yet? order {order}", f"I ordered a {item}, order number {order}. did it go out?")
+    d.call("get_order_status", {"order_number": order.value}, {"status": "processing", "ships_by": d.day(3).value})
+    d.say(f"Your {item} hasn't shipped yet; it's still being packed. Would you like to keep it or cancel?")
+    d.user("actually, just cancel it", "you know what, cancel it please", filler=0.3)
+    d.call("cancel_order", {"order_number": order.value}, {"status": "cancelled", "refund": "original_payment"})
+    d.say(f"Order {d.spell(order.value[-4:])} is cancelled. The refund goes back to your original payment method.")
+
+
+# -- more train goals (workload 1): retries, changes of mind, several lookups -------------------
+
+
+@scenario(SHOP, "order_not_found_recheck")
+def order_not_found_recheck(d: Dialogue) -> None:
+    """A wrong order number finds nothing; the right one returns items, carrier and dates."""
+    wrong, order = d.digits(7), d.digits(7)
+    d.user(f"when is my order coming? the number is {wrong}", f"I'm trying to track order {wrong}")
+    d.call("get_order_status", {"order_number": wrong.value}, {"status": "not_found"})
+    d.say(f"I can't find an order {d.spell(wrong.value)}. Could you check the number? It's the seven digits in your "
+          "confirmation email.", "Hmm, that number doesn't match an order. Can you read it to me again?")
+    d.user(f"oh, I read the wrong email. it's {order}", f"sorry about that, try {order}", filler=0.3)
+    items = d.rng.sample(ITEMS, 2)
+    r = d.call("get_order_status", {"order_number": order.value},
+               {"status": "in_transit", "items": items, "carrier": d.pick("UPS", "FedEx", "USPS"),
+                "shipped_on": d.days_ago(d.rng.randint(1, 3)), "eta": d.day(6).value})
+    d.say(f"Found it. Your {r['items'][0]} and {r['items'][1]} shipped {d.date_words(r['shipped_on'])} with "
+          f"{r['carrier']} and should arrive {d.date_words(r['eta'])}.")
+
+
+@scenario(SHOP, "return_two_items")
+def return_two_items(d: Dialogue) -> None:
+    """The order's items come from a lookup; the caller returns both, or changes their mind and keeps one."""
+    order = d.digits(7)
+    d.user(f"I got order {order} and there's a problem with what came", f"something's wrong with my delivery, order {order}")
+    a, b = d.rng.sample([i for i in ITEMS if not i.endswith("s")], 2)
+    prices = [d.money(20, 90).value, d.money(20, 90).value]
+    r = d.call("get_order_status", {"order_number": order.value},
+               {"status": "delivered", "delivered_on": d.days_ago(d.rng.randint(1, 9)),
+                "items": [{"item": a, "price": prices[0]}, {"item": b, "price": prices[1]}], "return_window_days": 30})
+    d.say(f"I see it was delivered {d.date_words(r['delivered_on'])}, with {with_article(a)} and {with_article(b)}. What's the problem?")
+    reason, why = d.pick(("not_as_described", "looks nothing like the picture"), ("changed_mind", "isn't what I need after all"))
+    d.user(f"the {a} arrived broken and the {b} {why}. can I send both back?",
+           f"the {a} is damaged, and the {b} {why}. I want to return both")
+    returns = [(a, "damaged", prices[0])]
+    if d.chance(0.4):
+        d.say(f"Yes, both are within the thirty day window. Should I start returns for the {a} and the {b}?")
+        d.user(f"actually, I'll keep the {b}. just the {a}", f"hmm, you know what, I'll keep the {b}. only return the {a}")
+    else:
+        returns.append((b, reason, prices[1]))
+    for item, reason, _ in returns:
+        d.call("start_return", {"order_number": order.value, "item": item, "reason": reason},
+               {"status": "return_started", "label_sent_to": "email", "refund_days": 5})
+    refund = d.money_words(round(sum(p for *_, p in returns), 2))
+    what = " and ".join(f"the {item}" for item, *_ in returns)
+    d.say(f"Returns started for {what}. I've emailed the labels, and {refund} comes back to you within five days of "
+          "receiving them.")
+
+
+# -- workload 2 train goals (since=2) -----------------------------------------------------------
 
 
 @scenario(SHOP, "address_zip_rejected", since=2)
@@ -186,129 +283,5 @@ def damaged_wants_replacement(d: Dialogue) -> None:
     d.user("no, I really want a replacement. can I talk to someone?", "no refund, I need a new one. is there a person?")
     t = d.call("transfer_to_human", {"reason": f"replacement for a damaged {item}", "department": "support"},
                {"status": "transferring", "wait_minutes": d.pick(2, 4, 6)})
-    d.say(f"Of course. I'm transferring you to our support team, the wait is about {_minutes(d, t['wait_minutes'])}.")
+    d.say(f"Of course. I'm transferring you to our support team, the wait is about {duration_words(t['wait_minutes'])}.")
 
-
-# -- ride hailing -------------------------------------------------------------------------------
-
-
-@scenario(RIDES, "too_many_for_standard", since=2)
-def too_many_for_standard(d: Dialogue) -> None:
-    """The agent asks the rider count; a standard car is refused, an XL quoted, then booked or split."""
-    pickup, dest, riders = d.pick(*PLACES), d.address(), d.count(5, 6)
-    d.user(f"can I get a standard car from {pickup} to {dest}?", f"I need a regular ride from {pickup} to {dest}")
-    d.say("Sure. How many people are riding?", "Okay. How many passengers will there be?")
-    d.user(f"there's {riders} of us", f"{riders}, with a couple of bags", f"we're {riders}", filler=0.3)
-    route = {"pickup": pickup, "destination": dest.value}
-    d.call("request_ride", {**route, "ride_type": "standard", "passengers": riders.value},
-           {"error": "too_many_passengers", "ride_type": "standard", "max_passengers": 4})
-    d.say(f"A standard car only seats four, so I couldn't book it for {d.words(riders.value)}. An XL seats six. "
-          "Should I check the XL price?")
-    d.user("yeah, how much is it?", "sure, what does that cost?", filler=0.3)
-    est = d.call("get_fare_estimate", {**route, "ride_type": "xl"}, _fare(d, 30, 55, (18, 25, 32)))
-    d.say(f"An XL is {d.money_words(est['low'])} to {d.money_words(est['high'])}, about "
-          f"{d.words(est['minutes'])} minutes. Want me to book it?")
-    if d.chance(0.6):
-        d.user("yes, book the XL", "okay, go ahead with the XL", filler=0.3)
-        ride = d.call("request_ride", {**route, "ride_type": "xl", "passengers": riders.value}, _booked(d, XL_CARS))
-        d.say(f"Booked. {ride['driver']} in a {ride['car']} will be there in {_minutes(d, ride['eta_minutes'])}.")
-        return
-    rest = riders.value - 4
-    d.user("that's a lot. just send two standard cars instead", "hmm, can we do two regular cars instead?")
-    a = d.call("request_ride", {**route, "ride_type": "standard", "passengers": 4}, _booked(d))
-    b = d.call("request_ride", {**route, "ride_type": "standard", "passengers": rest}, _booked(d))
-    d.say(f"Two cars are booked: {a['driver']} in a {a['car']} for four, in {_minutes(d, a['eta_minutes'])}, and "
-          f"{b['driver']} in a {b['car']} for the other {d.words(rest)}, in {_minutes(d, b['eta_minutes'])}.")
-
-
-@scenario(RIDES, "round_trip_estimates", since=2)
-def round_trip_estimates(d: Dialogue) -> None:
-    """Estimates for both legs (pickup and destination swapped); only the first leg is booked now."""
-    home, place, kind, riders = d.address(), d.pick(*PLACES), d.pick("standard", "comfort"), d.count(1, 3)
-    d.user(f"what would a {kind} ride to {place} and back cost? I'm at {home}",
-           f"I need to get to {place} from {home} and come back later. how much both ways, {kind}?")
-    leg = {"pickup": home.value, "destination": place, "ride_type": kind}
-    go = d.call("get_fare_estimate", leg, _fare(d, 15, 35, (14, 20, 27)))
-    surge = d.chance(0.4)
-    back = {"low": go["low"] + (6.0 if surge else 0.0), "high": go["high"] + (9.0 if surge else 1.0),
-            "minutes": go["minutes"] + d.pick(0, 3), "surge": surge}
-    back = d.call("get_fare_estimate", {"pickup": place, "destination": home.value, "ride_type": kind}, back)
-    d.say(f"Going there is about {d.money_words(go['low'])} to {d.money_words(go['high'])}, and back is "
-          f"{d.money_words(back['low'])} to {d.money_words(back['high'])}"
-          + (", a bit more because demand is high then" if surge else "")
-          + f". So roughly {d.money_words(go['low'] + back['low'])} to {d.money_words(go['high'] + back['high'])} "
-          "both ways. Should I send a car now for the first leg?")
-    who = f", there's {riders} of us" if riders.value > 1 else ""
-    if d.chance(0.4):
-        d.user(f"yes{who}. and can you book the ride back now too?", f"sure{who}. can I book the way back as well?")
-        d.say("I can only request cars for right now, so just call us or use the app when you're ready to head "
-              "back. I'll send the first car now.")
-    else:
-        d.user(f"yes, just the way there for now{who}", f"yeah, send one now{who}. I'll call for the way back")
-    ride = d.call("request_ride", {**leg, "passengers": riders.value}, _booked(d))
-    d.say(f"{ride['driver']} is on the way in a {ride['car']} and will be at {home.value} in "
-          f"{_minutes(d, ride['eta_minutes'])}. Your ride number is {d.spell(ride['ride_id'])}.")
-
-
-@scenario(RIDES, "eta_ride_not_found", since=2)
-def eta_ride_not_found(d: Dialogue) -> None:
-    """A misheard ride id finds nothing; the reread one gives the ETA, and a follow-up reads the car."""
-    ride_id, i = "R" + d.code(6).value, d.rng.randrange(1, 7)
-    misread = ride_id[:i] + d.pick(*[c for c in CODE_CHARS if c != ride_id[i]]) + ride_id[i + 1:]
-    d.user(f"how far away is my driver? ride {d.spell(misread)}", f"I'm waiting on ride {d.spell(misread)}, where is it?")
-    d.call("get_driver_eta", {"ride_id": misread}, {"error": "ride_not_found"})
-    d.say(f"I can't find a ride {d.spell(misread)}. Could you read the ride number again? It's on your trip in the app.")
-    d.user(f"sorry, the ride number is {d.spell(ride_id)}", f"oh, let me look. it's ride {d.spell(ride_id)}", filler=0.3)
-    r = d.call("get_driver_eta", {"ride_id": ride_id},
-               {"eta_minutes": d.pick(2, 5, 8), "driver": _first(d), "car": d.pick(*CARS), "plate": d.code(7).value,
-                "pickup": d.pick(*PLACES), "free_wait_minutes": d.pick(3, 5)})
-    d.say(f"Found it. {r['driver']} is about {_minutes(d, r['eta_minutes'])} from {r['pickup']}.")
-    if d.chance(0.5):
-        d.user("what car am I looking for?", "how will I know which car it is?", "what's the plate number?")
-        d.say(f"It's a {r['car']}, license plate {d.spell(r['plate'])}.")
-    else:
-        d.user("will they wait if I'm not outside yet?", "I'm still inside, can they wait a bit?")
-        d.say(f"Once {r['driver']} arrives, they'll wait {d.words(r['free_wait_minutes'])} minutes at no charge. "
-              f"Look for a {r['car']}.")
-
-
-@scenario(RIDES, "book_for_someone_else", since=2)
-def book_for_someone_else(d: Dialogue) -> None:
-    """A booking for another rider (the agent asks where to), then an estimate: the reverse order."""
-    place, (who, he, him) = d.pick(*PLACES), d.pick(("my mom", "she", "her"), ("my dad", "he", "him"),
-                                                     ("my grandmother", "she", "her"), ("my son", "he", "him"))
-    d.user(f"I need to book a car for {who}, {he}'s at {place}", f"can you send a ride to {place} for {who}?")
-    d.say(f"I can help with that. Where is {he} going, and is it just {him}?")
-    dest, kind = d.address(), d.pick("standard", "comfort")
-    d.user(f"to {d.fix(dest, d.address(), 0.35)}, just {him}" + (". a comfort car please" if kind == "comfort" else ""),
-           f"home, {d.fix(dest, d.address(), 0.35)}. only {him}" + (", comfort" if kind == "comfort" else ""))
-    ride = d.call("request_ride", {"pickup": place, "destination": dest.value, "ride_type": kind, "passengers": 1}, _booked(d))
-    d.say(f"Booked. {ride['driver']} in a {ride['car']} will pick {him} up at {place} in about "
-          f"{_minutes(d, ride['eta_minutes'])}. The ride number is {d.spell(ride['ride_id'])}.")
-    d.user("how much will that cost me? and how long is the drive?", f"roughly what will it cost, and when will {he} get there?")
-    est = d.call("get_fare_estimate", {"pickup": place, "destination": dest.value, "ride_type": kind},
-                 _fare(d, 14, 40, (12, 19, 26)))
-    d.say(f"It should be {d.money_words(est['low'])} to {d.money_words(est['high'])}, and the drive is about "
-          f"{d.words(est['minutes'])} minutes once {he}'s picked up.")
-
-
-@scenario(RIDES, "cancel_fee_rethink", since=2)
-def cancel_fee_rethink(d: Dialogue) -> None:
-    """An ETA check before cancelling shows the driver is close, so a fee applies; keep it or cancel."""
-    ride_id = "R" + d.code(6).value
-    d.user(f"I want to cancel my ride, {d.spell(ride_id)}", f"please cancel ride {d.spell(ride_id)}, my friend is giving me a lift")
-    r = d.call("get_driver_eta", {"ride_id": ride_id},
-               {"eta_minutes": d.pick(1, 2), "driver": _first(d), "car": d.pick(*CARS),
-                "cancellation_fee": d.pick(5.0, 7.5), "card_last4": d.digits(4).value})
-    fee = r["cancellation_fee"]
-    d.say(f"Before I cancel: {r['driver']} is only {_minutes(d, r['eta_minutes'])} away, so cancelling now has a "
-          f"{d.money_words(fee)} fee. Do you still want to cancel?")
-    if d.chance(0.5):
-        d.user("oh, never mind then, I'll just take it", "hmm, no, I'll ride. keep it", filler=0.3)
-        d.say(f"No problem, the ride stays booked. {r['driver']} will be there in a {r['car']} in about "
-              f"{_minutes(d, r['eta_minutes'])}.")
-        return
-    d.user("yes, cancel it anyway", "that's fine, cancel it", filler=0.3)
-    c = d.call("cancel_ride", {"ride_id": ride_id, "reason": "plans_changed"}, {"status": "cancelled", "fee": fee})
-    d.say(f"Ride {d.spell(ride_id)} is cancelled. The {d.money_words(c['fee'])} fee goes on your card ending in "
-          f"{d.spell(r['card_last4'])}.")

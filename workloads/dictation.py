@@ -3,16 +3,15 @@
 Callers do this all the time (a new address, a reference number, the names on a booking), and a
 capable agent's answer repeats what the caller just said. For a speculative drafter such turns
 are copies that cannot be memorised: the details are random per call (names, spelled codes,
-digit strings, addresses, dates). Run 6's drafter was weakest exactly on copies: on held-out
-tool turns whose answer is mostly copied from the prompt it reached τ 2.45 against 4.50 on new
-text (docs/notes/2026-11-30-drafter-run6-workload.md).
+digit strings, addresses, dates). A drafter trained on the scripted calls alone was weakest
+exactly on copies: on held-out tool turns whose answer is mostly copied from the prompt it
+reached τ 2.45 against 4.50 on new text (docs/notes/2026-11-30-drafter-run6-workload.md).
 
-What SmolLM2-135M actually answers (6 prompts on the CPU, 2026-11-30): rarely the details; more
+What SmolLM2-135M actually answers (6 prompts tried on the CPU): rarely the details; more
 often it replays an earlier tool call or tool response of the same call verbatim, or
 improvises. Those replays are copies too (with per-call values), so the turns still exercise
 what the drafter misses, but whether they raise held-out τ is untested: `turnspec speculator
-datagen --dictation-frac` (source "dictation", default 0) is there for the next GPU run to
-measure.
+datagen --dictation-frac` (source "dictation", default 0) is there for a GPU run to measure.
 """
 
 from __future__ import annotations

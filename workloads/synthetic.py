@@ -1,9 +1,9 @@
 """Synthetic tool domains: a business, its tools and their results drawn at random per call.
 
-The scripted scenarios (`domains_*.py`, `scenarios_more_*.py`) give ~60 caller goals whose tool
-names, argument keys and result keys recur in every call, so a drafter trained on the target's
-answers to them can memorise those strings instead of learning to read them off the context.
-Run 6 did exactly that: on held-out turns where SmolLM2 replays an unseen tool's
+The scripted scenarios (`domains/*.py`) give ~100 caller goals whose tool names, argument keys
+and result keys recur in every call, so a drafter trained on the target's answers to them can
+memorise those strings instead of learning to read them off the context. A drafter trained on
+them alone did exactly that: on held-out turns where SmolLM2 replays an unseen tool's
 `<tool_response>` (`{"status":"active","monthly_payment":90.5}`) it drafted train-set keys and
 reached τ 2.45, against 4.50 on new text (docs/notes/2026-11-30-drafter-run6-workload.md).
 

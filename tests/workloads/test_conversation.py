@@ -110,11 +110,17 @@ def test_prompting_turns(convs: list[Conversation]) -> None:
     assert [t.kind for t in open_turns] == ["open"] * 5 and open_turns[0].messages[-1]["role"] == "user"
 
 
+def _digest(convs: list[Conversation]) -> str:
+    return hashlib.sha256(json.dumps([c.to_record() for c in convs], sort_keys=True).encode()).hexdigest()[:16]
+
+
 def test_generic_prompts() -> None:
     prompts = generic_prompts()
     assert len(prompts) >= 390 and len({p.messages[1]["content"] for p in prompts}) == len(prompts)
     assert all(p.split == "generic" and p.tools == [] for p in prompts)
     assert [p.id for p in generic_prompts(3)] == ["generic-0000", "generic-0001", "generic-0002"]
+    # data/generic_prompts.json holds what the templates in code used to expand to, in order
+    assert _digest(prompts) == "74ba3b362d6965a3"
 
 
 def test_jsonl_round_trip(tmp_path: Path, convs: list[Conversation]) -> None:
@@ -130,13 +136,11 @@ def test_jsonl_round_trip(tmp_path: Path, convs: list[Conversation]) -> None:
         Conversation.from_record({**record, "split": "test"})
 
 
-def _digest(convs: list[Conversation]) -> str:
-    return hashlib.sha256(json.dumps([c.to_record() for c in convs], sort_keys=True).encode()).hexdigest()[:16]
 
 
 def test_workload_one_is_the_workload_the_committed_completions_were_answered_for() -> None:
     # models/data/smollm2-dflash/responses-seed{7,8,9} rebuild only against these prompts: the
-    # digests were taken from the code before workload versions existed (2026-12-01)
+    # digests were taken from the code before workload versions existed
     assert _digest(generate_conversations(300, seed=9, split="train", workload=1)) == "f6c006b6da3d2a0c"
     assert _digest(generate_conversations(300, seed=9, split="heldout", workload=1)) == "a43452d33979736f"
 
@@ -151,7 +155,7 @@ def test_later_workloads_add_train_goals_and_keep_the_heldout_ones() -> None:
     assert _digest(held) == "a43452d33979736f"                   # the same held-out turns
     train = generate_conversations(300, seed=9, split="train", workload=2)
     assert {c.scenario for c in train} & {s.name for s in added}
-    # run 14's seed-10 completions (workload 2) rebuild only against these prompts
+    # the committed seed-10 completions (workload 2) rebuild only against these prompts
     assert _digest(generate_conversations(300, seed=10, split="train", workload=2)) == "72df3bc7018f061e"
     with pytest.raises(ValueError, match=r"workload: expected a version in \(1, 2\), got 3"):
         scenarios_for("train", 3)
@@ -164,3 +168,24 @@ def test_scenario_versions_are_checked() -> None:
         scenario(dom, "never_registered", heldout=True, since=2)
     with pytest.raises(ValueError, match=r"since=0, expected a workload version in \(1, 2\)"):
         scenario(dom, "never_registered", since=0)
+
+
+# Digests of the code before it moved into one module per domain (and its catalogs into JSON):
+# (workload, split, seed) -> 200 conversations. Conversation i depends on the pool's order,
+# which is the scenario names sorted, and on every script's random draws.
+PINNED = [((1, "all", 3), "b0458ba80f5a683a"), ((2, "all", 3), "1e2aac5205dc3a78"),
+          ((1, "train", 18), "c2dfecea068b3af0"), ((2, "train", 18), "995e449beecf24c2"),
+          ((2, "heldout", 0), "7dd6a9d874add030")]
+
+
+@pytest.mark.parametrize(("key", "digest"), PINNED)
+def test_conversations_are_pinned_across_versions_and_splits(key: tuple[int, str, int], digest: str) -> None:
+    workload, split, seed = key
+    assert _digest(generate_conversations(200, seed=seed, split=split, workload=workload)) == digest  # type: ignore[arg-type]
+
+
+def test_the_pool_is_ordered_by_scenario_name() -> None:
+    for workload, digest in ((1, "33eef35c0c2613ac"), (2, "c4677ef5e1078242")):
+        names = [s.name for s in scenarios_for("all", workload)]
+        assert names == sorted(names)
+        assert hashlib.sha256(json.dumps(names).encode()).hexdigest()[:16] == digest

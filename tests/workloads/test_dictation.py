@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from turnspec.workloads import dictation_conversations, generate_conversations
@@ -37,3 +40,9 @@ def test_dictation_fraction_is_stable_and_seeded() -> None:
     assert list(dictation_conversations(convs[:3], 1.0)) == list(dictation_conversations(convs[:3], 1.0))
     with pytest.raises(ValueError, match="fraction"):
         list(dictation_conversations(convs, 1.1))
+
+
+def test_dictation_turns_are_pinned() -> None:
+    convs = list(dictation_conversations(generate_conversations(200, seed=11, split="all"), 0.3, seed=11))
+    digest = hashlib.sha256(json.dumps([c.to_record() for c in convs], sort_keys=True).encode()).hexdigest()[:16]
+    assert digest == "c4f6860101f32694"

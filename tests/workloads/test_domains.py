@@ -4,13 +4,14 @@ train, valid, and call none of the tools that only held-out scenarios use."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 
 import pytest
 
 from turnspec.workloads import Conversation, generate_conversations, scenarios_for
-from turnspec.workloads.catalog import DOMAINS
+from turnspec.workloads.catalog import DOMAINS, load_tools
 from turnspec.workloads.domains import MODULES, clinic, ecommerce, telecom
 
 MORE = {  # train goals added to workload 1 after its first ones: failed lookups, changes of mind
@@ -74,6 +75,15 @@ def test_constants_match_the_tool_catalogs() -> None:
     assert options("clinic", "book_appointment", "visit_type") == clinic.VISITS
     assert options("telecom", "change_plan", "plan") == telecom.PLANS
     assert options("ecommerce", "start_return", "reason") == ecommerce.REASONS
+
+
+def test_tool_catalogs_are_the_schemas_the_code_used_to_build() -> None:
+    scenarios_for("all")
+    tools = {name: dom.all_tools for name, dom in sorted(DOMAINS.items())}
+    # key order included: chat templates render the schemas as written
+    assert hashlib.sha256(json.dumps(tools, ensure_ascii=False).encode()).hexdigest()[:16] == "702d9dd96c965cef"
+    with pytest.raises(ValueError, match=r"tools 'nowhere': expected a catalog at .*nowhere\.json"):
+        load_tools("nowhere")
 
 
 @pytest.mark.parametrize("group", list(ADDED))

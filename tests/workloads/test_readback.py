@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from turnspec.workloads import generate_conversations, readback_conversations
@@ -42,3 +45,9 @@ def test_readback_fraction_is_stable_and_seeded() -> None:
     assert quarter != ids(0.25, 1)
     with pytest.raises(ValueError, match="fraction"):
         list(readback_conversations(convs, -0.1))
+
+
+def test_readback_turns_are_pinned() -> None:
+    convs = list(readback_conversations(generate_conversations(200, seed=11, split="all"), 0.3, seed=11))
+    digest = hashlib.sha256(json.dumps([c.to_record() for c in convs], sort_keys=True).encode()).hexdigest()[:16]
+    assert digest == "3b8937e1109f6058"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 
@@ -57,3 +58,11 @@ def test_bad_arguments_say_what_was_expected() -> None:
         synthetic_conversations(2, split="generic")
     with pytest.raises(ValueError, match=r"indices: expected values in \[0, 2\)"):
         synthetic_conversations(2, indices=[0, 2])
+
+
+def test_calls_are_pinned() -> None:
+    def digest(split: str) -> str:
+        convs = synthetic_conversations(50, seed=11, split=split)
+        return hashlib.sha256(json.dumps([c.to_record() for c in convs], sort_keys=True).encode()).hexdigest()[:16]
+
+    assert (digest("train"), digest("heldout")) == ("f57b60e87456db23", "ba93e8ae018c7de2")

@@ -28,7 +28,7 @@ from turnspec.benchmarks.tool_calls import reference_output, select_turns
 from turnspec.tools_grammar.formats import get_format
 from turnspec.tools_grammar.grammar import GrammarCompiler, ToolGrammarMatcher, apply_bitmask
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
-from turnspec.tools_grammar.workloads import scenarios_for
+from turnspec.workloads import scenarios_for
 
 
 def _us(samples_ns: list[int]) -> dict:

@@ -32,7 +32,7 @@ from turnspec.tools_grammar.parser import (
     ToolCallStreamParser,
 )
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
-from turnspec.tools_grammar.workloads import PromptTurn, generate_conversations, turns_for_prompting
+from turnspec.workloads import PromptTurn, generate_conversations, turns_for_prompting
 
 Generate = Callable[[list[dict], list[dict], "str | dict"], "str | Iterable[str]"]
 

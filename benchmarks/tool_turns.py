@@ -14,7 +14,7 @@ from turnspec.engine.chat import ChatTemplate
 from turnspec.engine.local.core import EngineCore
 from turnspec.engine.protocol import Delta, GenerateRequest, SamplingParams
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
-from turnspec.tools_grammar.workloads import PromptTurn
+from turnspec.workloads import PromptTurn
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from turnspec.speculator.datagen_run import run_datagen
-from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
+from turnspec.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
 
 _DTYPES = ("bfloat16", "float16", "float32")  # speculator.train_config.EXPORT_DTYPES (no torch import here)
 

@@ -11,7 +11,7 @@ import argparse
 import time
 from collections import Counter
 
-from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
+from turnspec.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def _add_shape_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from turnspec.tools_grammar.workloads import (
+    from turnspec.workloads import (
         export_jsonl,
         generate_conversations,
         generic_prompts,

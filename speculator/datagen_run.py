@@ -178,7 +178,7 @@ def _check_same_render(ours, engines, workload: int) -> None:
     """The prompts were rendered with the model folder's template; the engine's must agree (one
     workload turn with tools, rendered by both)."""
     from turnspec.tools_grammar.schema import parse_tools
-    from turnspec.tools_grammar.workloads import generate_conversations, turns_for_prompting
+    from turnspec.workloads import generate_conversations, turns_for_prompting
 
     turn = next(turns_for_prompting(generate_conversations(1, seed=0, split="train",
                                                            workload=workload)))

@@ -1,6 +1,6 @@
 """Datagen prompts: voice/tool-calling turns from the workload generator, plus generic chat.
 
-Tool turns come from `tools_grammar.workloads` (one prompt per assistant message: the
+Tool turns come from `workloads` (one prompt per assistant message: the
 conversation so far, tools offered); its train / held-out split is by scenario, so held-out tau
 measures unseen call types. Generic prompts (no tools) are split by a stable hash of their id.
 Rendering is injected (`render([(messages, tools), ...]) -> ids per prompt`, the target's chat
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from turnspec.speculator.datagen import PromptItem, conversation_key
 from turnspec.tools_grammar.schema import ToolSpec, parse_tools
-from turnspec.tools_grammar.workloads import (
+from turnspec.workloads import (
     conversation_id_of,
     dictation_conversations,
     generate_conversations,
@@ -22,11 +22,11 @@ from turnspec.tools_grammar.workloads import (
     stable_unit,
     turns_for_prompting,
 )
-from turnspec.tools_grammar.workloads import (
+from turnspec.workloads import (
     synthetic_conversations as synthetic_conversations_of,
 )
-from turnspec.tools_grammar.workloads.catalog import LATEST_WORKLOAD
-from turnspec.tools_grammar.workloads.synthetic import synthetic_id
+from turnspec.workloads.catalog import LATEST_WORKLOAD
+from turnspec.workloads.synthetic import synthetic_id
 
 RenderFn = Callable[[Sequence[tuple[list[dict], list[ToolSpec] | None]]], list[list[int]]]
 RENDER_CHUNK = 1024     # prompts per render call (one tokenizer batch)

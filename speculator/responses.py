@@ -24,7 +24,7 @@ from turnspec.speculator.data import (
     samples_path,
 )
 from turnspec.speculator.prompts import RenderFn, build_prompt_items
-from turnspec.tools_grammar.workloads import stable_unit
+from turnspec.workloads import stable_unit
 
 # datagen arguments that determine the prompts (meta.json keys -> build_prompt_items kwargs)
 BUILD_KEYS = ("tool_conversations", "heldout_conversations", "generic", "generic_heldout_frac",

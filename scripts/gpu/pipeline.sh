@@ -14,12 +14,12 @@ TC=${TOOL_CONVERSATIONS:-5000}; SEED=${DATAGEN_SEED:-0}; EE=${EVAL_EVERY:-1500}
 # READBACK: share of conversations that also give a readback (in-context copy) prompt.
 RB=${READBACK:-0}
 # DICTATION: share that also gives a dictation prompt (random details read back: copies that
-# cannot be memorised; tools_grammar/workloads/dictation.py).
+# cannot be memorised; workloads/dictation.py).
 DI=${DICTATION:-0}
 # SYNTHETIC / SYNTHETIC_HELDOUT: calls to made-up businesses with random tools and results
-# (tools_grammar/workloads/synthetic.py): copies that cannot be memorised, and a held-out split.
+# (workloads/synthetic.py): copies that cannot be memorised, and a held-out split.
 SY=${SYNTHETIC:-0}; SYH=${SYNTHETIC_HELDOUT:-0}
-# WORKLOAD: the workload version (tools_grammar/workloads/catalog.py WORKLOADS): 2 adds 40 train
+# WORKLOAD: the workload version (workloads/catalog.py WORKLOADS): 2 adds 40 train
 # goals; the held-out goals, and so the held-out turns of a seed, are the same in each.
 WL=${WORKLOAD:-2}
 # GENERIC=0 skips the generic-only comparison drafter (it halves the main run's steps/s when it

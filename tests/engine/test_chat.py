@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from turnspec.engine.chat import ChatTemplate
 from turnspec.tools_grammar.schema import parse_tools
-from turnspec.tools_grammar.workloads import (
+from turnspec.workloads import (
     generate_conversations,
     synthetic_conversations,
     turns_for_prompting,

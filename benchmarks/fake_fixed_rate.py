@@ -17,6 +17,7 @@ from typing import Any
 from turnspec.engine.protocol import (
     ContextLengthError,
     Delta,
+    DeltaStream,
     EngineError,
     EngineStats,
     GenerateRequest,
@@ -69,7 +70,7 @@ class FakeFixedRateEngine:
 
     # -- Engine protocol -----------------------------------------------------------------------
 
-    def generate(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+    def generate(self, request: GenerateRequest) -> DeltaStream:
         n = len(request.prompt_token_ids)
         if n + request.sampling.max_tokens > self.max_context:
             raise ContextLengthError(f"prompt ({n}) + max_tokens ({request.sampling.max_tokens})"
@@ -81,9 +82,11 @@ class FakeFixedRateEngine:
         # Accepted now, like a real engine's queue (not at first iteration): the schedule runs
         # from here while the caller is still busy with other work (e.g. sending headers).
         loop = asyncio.get_running_loop()
-        return self._stream(request, loop.time(), time.time() * 1000.0)
+        return DeltaStream(request.request_id,
+                           self._stream(request, loop.time(), time.time() * 1000.0), self.abort)
 
     async def abort(self, request_id: str) -> None:
+        """Idempotent; a request that was never iterated is simply forgotten."""
         if request_id in self._pending:  # never iterated: nothing runs, just forget it
             self._pending.discard(request_id)
             self._active.discard(request_id)

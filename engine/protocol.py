@@ -1,16 +1,21 @@
 """The Engine protocol: what every backend (local PyTorch, SGLang) offers the server.
 
-A request is already tokenized (the server renders chat templates through
-`turnspec.engine.chat`); the engine streams `Delta`s back, the last one carrying
-`finished=True`, the finish reason, usage, timing and speculation stats.
+A request is already tokenized (the server renders chat templates through the engine's
+`chat`, a `turnspec.engine.chat.ChatTemplate`); the engine streams `Delta`s back in a
+`DeltaStream`, the last one carrying `finished=True`, the finish reason, usage, timing and
+speculation stats. Closing the stream before that final delta aborts the request; `abort` is
+idempotent, so a barge-in followed by a disconnect still stops the request once.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from turnspec.engine.chat import ChatTemplate
 
 FINISH_REASONS = ("stop", "length", "abort", "error")
 
@@ -160,6 +165,50 @@ class EngineStats:
     cached_kv_blocks: int  # free blocks still holding reusable prefix KV
 
 
+class DeltaStream:
+    """The deltas of one request, as `Engine.generate` returns them.
+
+    Iterate it to the final delta (`finished=True`); `aclose()` before that aborts the request
+    through its engine's `abort` (also when the stream was never iterated), so a consumer that
+    goes away frees the request's KV without sending an abort of its own.
+    """
+
+    __slots__ = ("request_id", "_deltas", "_abort", "finished", "_closed")
+
+    def __init__(self, request_id: str, deltas: AsyncIterator[Delta],
+                 abort: Callable[[str], Awaitable[None]]) -> None:
+        self.request_id = request_id
+        self._deltas = deltas
+        self._abort = abort
+        self.finished = False
+        self._closed = False
+
+    def __aiter__(self) -> DeltaStream:
+        return self
+
+    async def __anext__(self) -> Delta:
+        if self.finished or self._closed:
+            raise StopAsyncIteration
+        delta = await self._deltas.__anext__()
+        if delta.finished:  # let the producer's cleanup run now, not when it is collected
+            self.finished = True
+            await self._close_deltas()
+        return delta
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self.finished:
+            await self._abort(self.request_id)
+        await self._close_deltas()
+
+    async def _close_deltas(self) -> None:
+        aclose = getattr(self._deltas, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 @runtime_checkable
 class Engine(Protocol):
     """What the server needs from a backend."""
@@ -167,12 +216,19 @@ class Engine(Protocol):
     model_name: str
     max_context: int
 
-    def generate(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+    @property
+    def chat(self) -> ChatTemplate:
+        """The model's chat template, tool-call format and grammar compiler (available once
+        `start()` has returned)."""
+        ...
+
+    def generate(self, request: GenerateRequest) -> DeltaStream:
         """Stream deltas for `request`; raises EngineError for bad requests before streaming."""
         ...
 
     async def abort(self, request_id: str) -> None:
-        """Stop `request_id` (no-op if unknown or finished); its KV is freed within one step."""
+        """Stop `request_id` (no-op if unknown, finished or already aborted); its KV is freed
+        within one step."""
         ...
 
     def stats(self) -> EngineStats: ...

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from turnspec.engine.protocol import (
     Delta,
+    DeltaStream,
     EngineError,
     EngineStats,
     GenerateRequest,
@@ -59,6 +60,7 @@ class SGLangEngine:
         self.model_name = Path(cfg.model_dir).name
         self._engine = None
         self._active: set[str] = set()
+        self._aborted: set[str] = set()
         self._chat = None
 
     @property
@@ -92,15 +94,18 @@ class SGLangEngine:
         return EngineStats(len(self._active), 0, 0, 0, 0)
 
     async def abort(self, request_id: str) -> None:
-        if self._engine is not None and request_id in self._active:
+        """Idempotent: one abort_request per request."""
+        if self._engine is not None and request_id in self._active \
+                and request_id not in self._aborted:
+            self._aborted.add(request_id)
             self._engine.tokenizer_manager.abort_request(request_id)
 
-    def generate(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+    def generate(self, request: GenerateRequest) -> DeltaStream:
         if self._engine is None:
             raise EngineError("sglang engine not started")
         if len(request.prompt_token_ids) >= self.max_context:
             raise EngineError(f"prompt has {len(request.prompt_token_ids)} tokens; context is {self.max_context}")
-        return self._stream(request)
+        return DeltaStream(request.request_id, self._stream(request), self.abort)
 
     def _sampling(self, request: GenerateRequest) -> dict:
         s = request.sampling
@@ -119,7 +124,6 @@ class SGLangEngine:
         t0, t_first = time.perf_counter(), None
         timing = Timing(received_unix_ms=time.time() * 1000.0, prompt_tokens=len(request.prompt_token_ids))
         self._active.add(rid)
-        finished = False
         try:
             gen = await self._engine.async_generate(
                 input_ids=request.prompt_token_ids, sampling_params=self._sampling(request),
@@ -132,15 +136,13 @@ class SGLangEngine:
                 fin = meta.get("finish_reason")
                 delta = Delta(rid, ids, chunk.get("text", ""))
                 if fin is not None:
-                    finished = True
                     self._fill_final(delta, fin, meta, timing, t0, t_first)
                 yield delta
-                if finished:
+                if fin is not None:
                     return
-        finally:
+        finally:  # a consumer that closes early has already aborted (DeltaStream.aclose)
             self._active.discard(rid)
-            if not finished and self._engine is not None:
-                self._engine.tokenizer_manager.abort_request(rid)
+            self._aborted.discard(rid)
 
     @staticmethod
     def _fill_final(delta: Delta, fin: dict, meta: dict, timing: Timing, t0: float, t_first: float | None) -> None:

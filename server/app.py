@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any
 
 from aiohttp import web
 
@@ -25,9 +24,9 @@ log = logging.getLogger("turnspec.server")
 
 
 class ServerApp:
-    def __init__(self, engine: Engine, config: ServerConfig, chat: Any | None = None) -> None:
+    def __init__(self, engine: Engine, config: ServerConfig) -> None:
         self.config = config
-        self.hub = SessionHub(engine, config, chat=chat)
+        self.hub = SessionHub(engine, config)
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcServer | None = None
         self.port = 0

@@ -16,15 +16,15 @@ from turnspec.server.errors import ApiError, unauthorized, unavailable
 from turnspec.server.metrics import Metrics
 
 if TYPE_CHECKING:
+    from turnspec.engine.chat import ChatTemplate
     from turnspec.server.turn import Turn
 
 log = logging.getLogger("turnspec.server")
 
 
 class SessionHub:
-    def __init__(self, engine: Engine, config: ServerConfig, chat: Any | None = None) -> None:
+    def __init__(self, engine: Engine, config: ServerConfig) -> None:
         self.engine = engine
-        self._chat = chat
         self.config = config
         self.metrics = Metrics()
         self.admission = Admission(config.max_running, config.max_queue, config.retry_after_s)
@@ -38,12 +38,10 @@ class SessionHub:
         self._listeners: list[Callable[[bool], Awaitable[None]]] = []
 
     @property
-    def chat(self) -> Any:
-        """The model's ChatTemplate (the engine's `.chat` unless one was given); needs the
-        engine started, since the tokenizer comes with the weights."""
-        if self._chat is None:
-            self._chat = self.engine.chat  # type: ignore[attr-defined]
-        return self._chat
+    def chat(self) -> ChatTemplate:
+        """The engine's ChatTemplate; needs the engine started (the tokenizer comes with the
+        weights)."""
+        return self.engine.chat
 
     # -- readiness ---------------------------------------------------------------------------
 

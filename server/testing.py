@@ -22,9 +22,9 @@ class ThreadedServer:
     several servers with different configs, e.g. in a test session).
     """
 
-    def __init__(self, engine: Engine, config: ServerConfig, *, chat: Any | None = None,
+    def __init__(self, engine: Engine, config: ServerConfig, *,
                  stop_engine: bool = True) -> None:
-        self.app = ServerApp(engine, config, chat=chat)
+        self.app = ServerApp(engine, config)
         self.stop_engine = stop_engine
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="turnspec-server",

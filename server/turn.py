@@ -4,8 +4,9 @@ Lifecycle: `Session.start()` validates, renders and admits, then hands back a `T
 the transport iterates `events()` and always calls `close()` (idempotent). `cancel()`
 (barge-in, `response.cancel`, gRPC Abort) calls `Engine.abort`, which frees the sequence's
 KV within one engine step; the engine's final delta then ends the stream as "cancelled".
-A transport whose client vanished simply stops iterating: `close()` aborts the engine
-request if it had not finished.
+A transport whose client vanished simply stops iterating: `close()` closes the engine's
+`DeltaStream`, which aborts the request if it had not finished (one abort: `Engine.abort` is
+idempotent, so a cancel before the disconnect does not add a second).
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from turnspec.engine.protocol import ContextLengthError, Delta, EngineError, GenerateRequest, Timing
+from turnspec.engine.protocol import (
+    ContextLengthError,
+    Delta,
+    DeltaStream,
+    EngineError,
+    GenerateRequest,
+    Timing,
+)
 from turnspec.server.errors import ApiError, internal, invalid
 from turnspec.server.events import (
     FINISH_CANCELLED,
@@ -27,12 +35,19 @@ from turnspec.server.events import (
     TurnDone,
     Usage,
 )
-from turnspec.tools_grammar.parser import TextDelta, ToolCallDone, ToolCallStreamParser
+from turnspec.tools_grammar.parser import (
+    ParseEvent,
+    TextDelta,
+    ToolCallDone,
+    ToolCallStreamParser,
+)
 
 if TYPE_CHECKING:
     from turnspec.server.hub import SessionHub
 
 log = logging.getLogger("turnspec.server")
+
+TurnEvent = ParseEvent | TurnDone  # what Turn.events() yields; TurnDone comes last, once
 
 _ENGINE_FINISH = {"stop": FINISH_STOP, "length": FINISH_LENGTH, "abort": FINISH_CANCELLED,
                   "error": FINISH_ERROR}
@@ -40,7 +55,7 @@ _ENGINE_FINISH = {"stop": FINISH_STOP, "length": FINISH_LENGTH, "abort": FINISH_
 
 class Turn:
     def __init__(self, hub: SessionHub, transport: str, request: GenerateRequest,
-                 stream: AsyncIterator[Delta], *, response_id: str,
+                 stream: DeltaStream, *, response_id: str,
                  parser: ToolCallStreamParser | None,
                  received_unix_ms: float, received_perf: float, admission_ms: float,
                  render_ms: float,
@@ -61,7 +76,7 @@ class Turn:
         self._render_ms = render_ms
         self._first_perf: float | None = None
         self._on_done = on_done
-        self._agen = stream  # from Engine.generate(request), already validated
+        self._stream = stream  # from Engine.generate(request), already validated
         self._finished = False  # the engine sent its final delta (or failed)
         self._closed = False
         self._cancel_requested = False
@@ -82,11 +97,7 @@ class Turn:
             return
         self._closed = True
         try:
-            if not self._finished:
-                await self.hub.engine.abort(self.request_id)
-            aclose = getattr(self._agen, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await self._stream.aclose()  # aborts the engine request if it has not finished
         finally:
             self.hub.turn_closed(self)
             if self.done is None:  # the client went away before the turn ended
@@ -95,20 +106,20 @@ class Turn:
 
     # -- streaming -------------------------------------------------------------------------
 
-    async def events(self) -> AsyncIterator[Any]:
+    async def events(self) -> AsyncIterator[TurnEvent]:
         """Text / tool-call events, then exactly one `TurnDone`."""
         text_parts: list[str] = []
         calls: list[CallRecord] = []
         final: Delta | None = None
         error = None
         try:
-            async for d in self._agen:
+            async for d in self._stream:
                 if d.token_ids:
                     self.completion_tokens += len(d.token_ids)
                     self.generated_ids.extend(d.token_ids)
                 if d.text:
                     if self._parser is None:
-                        evs: list[Any] = [TextDelta(d.text)]
+                        evs: list[ParseEvent] = [TextDelta(d.text)]
                         text_parts.append(d.text)
                     else:  # may hold back text that could open a tool call
                         evs = self._parser.feed(d.text)
@@ -181,7 +192,7 @@ class Turn:
                  tm.get("server_e2e_ms", 0.0), f" error={d.error.message}" if d.error else "")
 
 
-def _collect(ev: Any, text_parts: list[str], calls: list[CallRecord]) -> None:
+def _collect(ev: ParseEvent, text_parts: list[str], calls: list[CallRecord]) -> None:
     if isinstance(ev, TextDelta):
         text_parts.append(ev.text)
     elif isinstance(ev, ToolCallDone):

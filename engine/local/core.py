@@ -146,7 +146,8 @@ class EngineCore:
 
     # -- requests --------------------------------------------------------------------------
     def validate(self, req: GenerateRequest) -> None:
-        """Raise EngineError for a request this engine can never serve."""
+        """Raise EngineError for a request this engine can never serve (its prompt); whether
+        its id is free is the caller's registry's question (`add`, `LocalEngine.generate`)."""
         n = len(req.prompt_token_ids)
         if n >= self.max_context:
             raise ContextLengthError(
@@ -156,11 +157,16 @@ class EngineCore:
         bad = [t for t in req.prompt_token_ids if not (0 <= t < vocab)]
         if bad:
             raise EngineError(f"prompt_token_ids: {len(bad)} ids outside [0, {vocab}), e.g. {bad[0]}")
-        if req.request_id in self.seqs:
-            raise EngineError(f"request_id {req.request_id!r} is already in flight")
 
     def add(self, req: GenerateRequest) -> None:
+        """Validate and admit: the entry point for callers that drive the core directly."""
         self.validate(req)
+        if req.request_id in self.seqs:
+            raise EngineError(f"request_id {req.request_id!r} is already in flight")
+        self.admit(req)
+
+    def admit(self, req: GenerateRequest) -> None:
+        """Queue a request its caller has validated (`LocalEngine.generate` did, on its loop)."""
         stop_ids = frozenset(req.sampling.stop_token_ids) | (
             frozenset() if req.sampling.ignore_eos else self.eos_ids)
         detok = IncrementalDetokenizer(self.tokenizer, req.sampling.stop, self.special_ids)
@@ -197,7 +203,7 @@ class EngineCore:
         if batch.kind == "prefill":
             new_tokens, advance = self._prefill(seqs)
         elif speculative:
-            new_tokens, advance = spec_decode(self, seqs)
+            new_tokens, advance = spec_decode(self.runner, self.policy, seqs)
         else:
             new_tokens, advance = self._decode(seqs)
         if batch.kind != "prefill" and self.drafter is not None:  # the policy's price of a spec step

@@ -18,6 +18,7 @@ from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
 from turnspec.engine.protocol import (
     Delta,
+    DeltaStream,
     EngineError,
     EngineStats,
     GenerateRequest,
@@ -35,6 +36,7 @@ class LocalEngine:
         self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._streams: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Delta]]] = {}
+        self._aborted: set[str] = set()  # abort sent to the core, final delta not delivered yet
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._chat = None
@@ -81,7 +83,7 @@ class LocalEngine:
             self._thread = None
 
     # -- Engine protocol -------------------------------------------------------------------
-    def generate(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+    def generate(self, request: GenerateRequest) -> DeltaStream:
         """Validate now (raising EngineError before any streaming), then stream deltas."""
         if self._stopping:
             raise EngineError("engine is shutting down")
@@ -93,25 +95,22 @@ class LocalEngine:
         self._streams[request.request_id] = (loop, q)
         self._inbox.put(("add", request))
         self._wake.set()
-        return self._stream(request.request_id, q)
+        return DeltaStream(request.request_id, self._deltas(q), self.abort)
 
-    async def _stream(self, request_id: str, q: asyncio.Queue[Delta]) -> AsyncIterator[Delta]:
-        finished = False
-        try:
-            while True:
-                delta = await q.get()
-                finished = delta.finished
-                yield delta
-                if finished:
-                    return
-        finally:
-            if not finished:  # consumer went away (disconnect, cancel): free the KV now
-                self._inbox.put(("abort", request_id))
-                self._wake.set()
+    @staticmethod
+    async def _deltas(q: asyncio.Queue[Delta]) -> AsyncIterator[Delta]:
+        while True:
+            delta = await q.get()
+            yield delta
+            if delta.finished:
+                return
 
     async def abort(self, request_id: str) -> None:
-        self._inbox.put(("abort", request_id))
-        self._wake.set()
+        """Idempotent: one abort reaches the core per request (barge-in, then disconnect)."""
+        if request_id in self._streams and request_id not in self._aborted:
+            self._aborted.add(request_id)
+            self._inbox.put(("abort", request_id))
+            self._wake.set()
 
     def stats(self) -> EngineStats:
         return self._core().stats()
@@ -196,11 +195,7 @@ class LocalEngine:
             except queue.Empty:
                 return
             if kind == "add":
-                req = item
-                try:
-                    core.add(req)  # type: ignore[arg-type]
-                except EngineError as e:  # raced with another request of the same id
-                    self._emit(Delta(req.request_id, [], "", True, "error", str(e)))  # type: ignore[union-attr]
+                core.admit(item)  # type: ignore[arg-type]  # generate() validated it
             else:
                 core.abort(item)  # type: ignore[arg-type]
 
@@ -221,9 +216,15 @@ class LocalEngine:
                 self._emit(d)
 
     def _emit(self, delta: Delta) -> None:
+        """Engine thread -> the request's loop. The registry (`_streams`, `_aborted`) changes
+        only on the loop's thread, so generate() and abort() never race a finishing request."""
         target = self._streams.get(delta.request_id)
-        if delta.finished:
-            self._streams.pop(delta.request_id, None)
         if target is not None:
             loop, q = target
-            loop.call_soon_threadsafe(q.put_nowait, delta)
+            loop.call_soon_threadsafe(self._deliver, q, delta)
+
+    def _deliver(self, q: asyncio.Queue[Delta], delta: Delta) -> None:
+        if delta.finished:
+            self._streams.pop(delta.request_id, None)
+            self._aborted.discard(delta.request_id)
+        q.put_nowait(delta)

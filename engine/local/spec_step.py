@@ -26,18 +26,15 @@ instead (ngram.py), when there is one: copies from the context that the drafter 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from turnspec.engine.local.grammar_mask import mask_block
 from turnspec.engine.local.ngram import ngram_continuation
+from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sampling import sample_rows
 from turnspec.engine.local.sequence import Sequence
+from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.kernels.dflash_accept import dflash_accept
-
-if TYPE_CHECKING:
-    from turnspec.engine.local.core import EngineCore
 
 # A lookup continuation whose first tokens are the drafter's own first drafts is taken even when
 # the drafter is confident, if it runs longer: the drafter agrees with the copy, so the copy's
@@ -46,8 +43,10 @@ if TYPE_CHECKING:
 LOOKUP_AGREE = 2
 
 
-def spec_decode(core: EngineCore, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
-    runner, policy = core.runner, core.policy
+def spec_decode(runner: ModelRunner, policy: SpecPolicy,
+                seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
+    """One speculative step for `seqs` (a decode batch): the tokens each row commits and how
+    far each row's computed KV advances."""
     spec_rows = [policy.speculates(s) for s in seqs]  # paused rows verify their anchor only
     blocks = [s.spec_block if on else 1 for s, on in zip(seqs, spec_rows, strict=True)]
     block = max(blocks)

@@ -188,3 +188,23 @@ async def test_tool_call_cut_by_max_output_tokens_is_closed_incomplete(ws):
     terminal = events[-1]
     assert terminal["type"] == "response.incomplete"
     assert terminal["response"]["incomplete_details"]["reason"] == "max_output_tokens"
+
+
+async def test_a_dropped_connection_aborts_its_turn_once(server, local_engine, monkeypatch):
+    """A client that vanishes mid-stream: the turn's request reaches the engine core as one
+    abort (the stream's close, not a second one from the turn), and its KV comes back."""
+    import asyncio
+
+    aborts: list[str] = []
+    core_abort = local_engine.core.abort
+    monkeypatch.setattr(local_engine.core, "abort",
+                        lambda rid: (aborts.append(rid), core_abort(rid))[1])
+    client = await ResponsesSocketClient(f"ws://127.0.0.1:{server.port}/v1/responses").connect()
+    await client.send({"type": "response.create", "max_output_tokens": 300,
+                       "input": [{"role": "user", "content": "Write a long story about a fox."}]})
+    while (await client.recv())["type"] != "response.output_text.delta":
+        pass
+    await client.close()                                       # the caller hung up
+    m = await asyncio.to_thread(wait_engine_idle, server.port)
+    assert m["turnspec_engine_active_sequences"] == 0
+    assert len(aborts) == 1, aborts

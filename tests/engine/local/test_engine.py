@@ -63,3 +63,51 @@ def test_generate_stream_pulls_lazily_and_matches_batch(smollm2_dir: Path) -> No
     stats = engine.stats()
     assert not engine.core.seqs and stats.active_sequences == stats.waiting_sequences == 0
     assert stats.free_kv_blocks == stats.total_kv_blocks
+
+
+async def _until(check, what: str) -> None:
+    import asyncio
+
+    for _ in range(200):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _idle(engine: LocalEngine) -> bool:
+    stats = engine.stats()
+    return not engine.core.seqs and stats.free_kv_blocks == stats.total_kv_blocks
+
+
+async def test_closing_a_stream_aborts_once_even_unstarted_or_after_an_abort(smollm2_dir: Path):
+    """The DeltaStream contract: closing before the final delta aborts the request (also when
+    it was never iterated), and `abort` then close reach the core as one abort."""
+    from turnspec.engine.protocol import GenerateRequest
+
+    engine = LocalEngine(LocalEngineConfig(model_dir=str(smollm2_dir), max_batch=4))
+    await engine.start()
+    aborts: list[str] = []
+    core_abort = engine.core.abort
+    engine.core.abort = lambda rid: (aborts.append(rid), core_abort(rid))[1]  # count, then do it
+    prompt = engine.chat.render([{"role": "user", "content": "Tell me a long story."}])
+    long = SamplingParams(temperature=0.0, max_tokens=200, ignore_eos=True)
+    try:
+        never_read = engine.generate(GenerateRequest("unstarted", prompt, long))
+        await never_read.aclose()
+        await _until(lambda: aborts and _idle(engine), "the unstarted request's abort")
+        assert aborts == ["unstarted"]
+
+        stream = engine.generate(GenerateRequest("barge-in", prompt, long))
+        first = await stream.__anext__()
+        await engine.abort("barge-in")                         # barge-in ...
+        await engine.abort("barge-in")                         # ... twice ...
+        await stream.aclose()                                  # ... then the client leaves
+        await _until(lambda: _idle(engine), "the barged-in request to end")
+        assert aborts == ["unstarted", "barge-in"] and not first.finished
+
+        done = [d async for d in engine.generate(GenerateRequest("whole", prompt,
+                                                                 SamplingParams(max_tokens=3)))]
+        assert done[-1].finished and aborts == ["unstarted", "barge-in"]  # finished: no abort
+    finally:
+        await engine.shutdown()

@@ -111,15 +111,20 @@ def generate_conversations(n: int, seed: int = 0, split: Split = "all",
     held-out conversations are the same in every workload version.
     indices: build only those of the n (in the order given), e.g. one datagen shard's; their ids
     are `conversation_id_of(seed, split, i)`."""
+    pool = scenarios_for(split, workload)
+    return [_conversation(i, seed, split, pool) for i in checked_indices(n, indices)]
+
+
+def checked_indices(n: int, indices: Sequence[int] | None) -> Sequence[int]:
+    """The indices of a set of `n` conversations to build (all of them when None)."""
     if n < 0:
         raise ValueError(f"n: expected >= 0, got {n}")
     if indices is None:
-        indices = range(n)
+        return range(n)
     bad = [i for i in indices if not 0 <= i < n]
     if bad:
         raise ValueError(f"indices: expected values in [0, {n}), got {bad[:3]}")
-    pool = scenarios_for(split, workload)
-    return [_conversation(i, seed, split, pool) for i in indices]
+    return indices
 
 
 def conversation_id_of(seed: int, split: str, index: int) -> str:

@@ -27,6 +27,7 @@ from turnspec.workloads.conversation import (
     AGENTS,
     FIRST_DAY,
     Conversation,
+    checked_indices,
     close_call,
     system_prompt,
 )
@@ -201,16 +202,9 @@ def synthetic_conversations(n: int, seed: int = 0, split: str = "train",
     """n calls to made-up businesses with 2-4 random tools each, deterministic in (seed, split,
     index) like `generate_conversations`; split "train" and "heldout" draw separate streams.
     indices: build only those of the n (in the order given), e.g. one datagen shard's."""
-    if n < 0:
-        raise ValueError(f"n: expected >= 0, got {n}")
     if split not in ("train", "heldout"):
         raise ValueError(f"split: expected train or heldout, got {split!r}")
-    if indices is None:
-        indices = range(n)
-    bad = [i for i in indices if not 0 <= i < n]
-    if bad:
-        raise ValueError(f"indices: expected values in [0, {n}), got {bad[:3]}")
-    return [_conversation(i, seed, split) for i in indices]
+    return [_conversation(i, seed, split) for i in checked_indices(n, indices)]
 
 
 def synthetic_id(seed: int, split: str, index: int) -> str:

@@ -2,6 +2,7 @@
 
     turnspec serve                       # SmolLM2 on CPU, 127.0.0.1:8000 and :50051
     turnspec serve --port 0 --grpc-port 0 --api-key secret
+    turnspec serve --engine fake-fixed-rate --fake-first-token-ms 200 --fake-interval-ms 50
 
 The API key comes from --api-key or, if absent, the TURNSPEC_API_KEY environment variable
 (read here, once). SIGTERM/SIGINT drain in-flight streams for --drain-seconds.
@@ -23,6 +24,7 @@ from turnspec.engine.local.args import (
 from turnspec.server.config import ServerConfig
 
 API_KEY_ENV = "TURNSPEC_API_KEY"
+FAKE_ENGINE = "fake-fixed-rate"  # benchmarks/fake_fixed_rate.py: known answers for load tools
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="HTTP + WebSocket (0: pick a free one)")
     p.add_argument("--grpc-port", type=int, default=50051,
                    help="gRPC (0: pick a free one, -1: no gRPC)")
-    p.add_argument("--engine", choices=("local", "sglang"), default="local")
+    p.add_argument("--engine", choices=("local", "sglang", FAKE_ENGINE), default="local",
+                   help=f"{FAKE_ENGINE} is deliberately fake (see its flags)")
     p.add_argument("--api-key", default=None,
                    help=f"require 'Authorization: Bearer KEY' (default: ${API_KEY_ENV}, else none)")
     p.add_argument("--max-running", type=int, default=64,
@@ -43,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--drain-seconds", type=float, default=10.0,
                    help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
     add_engine_args(p, speculator_default=default_speculator())
+    add_fake_engine_args(p)
     p.set_defaults(func=run)
 
 
@@ -56,7 +60,35 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size)
 
 
+def add_fake_engine_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        f"fake engine (--engine {FAKE_ENGINE})",
+        "DELIBERATELY FAKE: runs no model; token i of every response is ' hi' at exactly "
+        "accepted + first-token-ms + i * interval-ms. For measuring front ends and load tools "
+        "against known answers only (turnspec loadtest, bench frontend); never serve users.")
+    g.add_argument("--fake-first-token-ms", type=float, default=20.0, metavar="D1",
+                   help="first-token delay (default: %(default)s)")
+    g.add_argument("--fake-interval-ms", type=float, default=10.0, metavar="D2",
+                   help="per-token delay after the first (default: %(default)s)")
+    g.add_argument("--fake-tokens", type=int, default=64, metavar="N",
+                   help="tokens per response, fewer if max_tokens is lower (default: %(default)s)")
+
+
+def build_fake_engine(args: argparse.Namespace):
+    """`FakeFixedRateEngine` with the model folder's chat template (no weights loaded)."""
+    from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
+    from turnspec.engine.chat import ChatTemplate
+
+    chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
+    return FakeFixedRateEngine(chat, first_token_ms=args.fake_first_token_ms,
+                               interval_ms=args.fake_interval_ms,
+                               tokens_per_request=args.fake_tokens,
+                               max_context=args.max_context or 8192)
+
+
 def build_engine(args: argparse.Namespace):
+    if args.engine == FAKE_ENGINE:
+        return build_fake_engine(args)
     if args.engine == "local":
         from turnspec.engine.local import LocalEngine
 

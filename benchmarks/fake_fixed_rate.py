@@ -126,7 +126,7 @@ class FakeFixedRateEngine:
             n = len(req.prompt_token_ids)
             timing = Timing(received_unix_ms=accepted_unix, queue_ms=0.0, prefill_ms=first,
                             decode_ms=max(0.0, total - first), first_token_ms=first,
-                            host_overhead_ms=0.0, prompt_tokens=n, cached_tokens=0,
+                            engine_host_ms=0.0, prompt_tokens=n, cached_tokens=0,
                             prefill_tokens=n, completion_tokens=emitted)
             yield Delta(rid, [], "", finished=True, finish_reason=reason, timing=timing)
         finally:

@@ -98,7 +98,7 @@ class Timing:
     prefill_ms: float = 0.0  # first scheduled -> first token sampled
     decode_ms: float = 0.0  # first token -> finished
     first_token_ms: float = 0.0  # accepted -> first token available (engine-side TTFT)
-    host_overhead_ms: float = 0.0  # engine step time not spent in model forward passes
+    engine_host_ms: float = 0.0  # engine step time not spent in model forward passes
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the prefix cache (not prefilled)
     prefill_tokens: int = 0  # prompt tokens actually run through the model

@@ -71,7 +71,7 @@ class ChatCompletionsClient:
     def _on_chunk(rec: RequestRecord, chunk: dict[str, Any], calls: dict[int, dict]) -> None:
         if chunk.get("usage"):
             rec.usage = chunk["usage"]
-        if "turnspec" in chunk:
+        if "timing" in (chunk.get("turnspec") or {}):  # the completion block (others: t_us)
             rec.turnspec = chunk["turnspec"]
             rec.request_id = chunk["turnspec"].get("request_id")
         for choice in chunk.get("choices") or ():

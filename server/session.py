@@ -20,6 +20,7 @@ from turnspec.engine.protocol import EngineError, GenerateRequest, SamplingParam
 from turnspec.server.conversation import Conversation, ConversationStore, Message
 from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone
+from turnspec.server.timing import TurnClock
 from turnspec.server.turn import Turn, engine_error
 from turnspec.tools_grammar.parser import ToolCallStreamParser
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
@@ -141,10 +142,11 @@ class Session:
             hub.admission.release()
             hub.unreserve(request_id)
             raise engine_error(e) from None
+        clock = TurnClock(received=req.received_perf,
+                          received_unix_us=round(req.received_unix_ms * 1000.0),
+                          render_s=render_ms / 1000.0, admission_s=admission_ms / 1000.0)
         turn = Turn(hub, self.transport, greq, stream, response_id=response_id, parser=parser,
-                    received_unix_ms=req.received_unix_ms, received_perf=req.received_perf,
-                    admission_ms=admission_ms, render_ms=render_ms,
-                    on_done=self._remember(history, req.instructions))
+                    clock=clock, on_done=self._remember(history, req.instructions))
         self.active[response_id] = turn
         hub.turn_started(turn, on_close=lambda t: self.active.pop(t.response_id, None))
         return turn

@@ -210,7 +210,7 @@ class EngineCore:
             self.policy.record_step(speculative, time.perf_counter() - t_run)
         overhead = (time.perf_counter() - t0) - (self.runner.forward_seconds - fwd0)
         for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
-            seq.timing.host_overhead_ms += overhead * 1000.0
+            seq.timing.engine_host_ms += overhead * 1000.0
             deltas.append(self._postprocess(seq, toks, adv, batch.kind == "prefill"))
         return deltas
 

@@ -122,7 +122,8 @@ class SGLangEngine:
     async def _stream(self, request: GenerateRequest) -> AsyncIterator[Delta]:
         rid = request.request_id
         t0, t_first = time.perf_counter(), None
-        timing = Timing(received_unix_ms=time.time() * 1000.0, prompt_tokens=len(request.prompt_token_ids))
+        timing = Timing(received_unix_ms=time.time() * 1000.0, accepted_at=t0,
+                        prompt_tokens=len(request.prompt_token_ids))
         self._active.add(rid)
         try:
             gen = await self._engine.async_generate(

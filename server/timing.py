@@ -30,19 +30,33 @@ def now_us() -> int:
 
 @dataclass(slots=True)
 class TurnClock:
-    """`time.perf_counter()` marks of one turn on the server (seconds)."""
+    """`time.perf_counter()` marks of one turn on the server (seconds).
+
+    `hops` are the server's own steps before the engine, by name (receive, template, grammar,
+    admission: each a (start, end) pair), in the order they ran."""
 
     received: float
     received_unix_us: int
-    render_s: float = 0.0
-    admission_s: float = 0.0
+    hops: dict[str, tuple[float, float]] = field(default_factory=dict)
     first_output: float | None = None    # first text/tool event handed to the transport
     first_sentence: float | None = None  # first spoken clause complete (TTS can start)
     first_call_done: float | None = None  # first tool call's arguments complete and parsed
     calls: list[tuple[str, float, float]] = field(default_factory=list)  # (name, start, done)
+    stamped: float | None = None         # the terminal event is serialized next
+
+    def hop(self, name: str, start: float, end: float) -> None:
+        self.hops[name] = (start, end)
+
+    def seconds(self, name: str) -> float:
+        start, end = self.hops.get(name, (0.0, 0.0))
+        return end - start
 
     def ms_since_received(self, t: float | None) -> float | None:
         return None if t is None else round((t - self.received) * 1000.0, 3)
+
+    def unix_ns(self, t: float) -> int:
+        """A perf_counter mark on the wall clock (for spans), anchored at the arrival."""
+        return self.received_unix_us * 1000 + round((t - self.received) * 1e9)
 
 
 class SentenceWatch:
@@ -80,7 +94,8 @@ class SentenceWatch:
 
 def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
     """The completion's timing block, its E2E parts provisional until `stamp`."""
-    queue = clock.admission_s * 1000.0 + engine.queue_ms
+    admission_ms = clock.seconds("admission") * 1000.0
+    queue = admission_ms + engine.queue_ms
     block: dict[str, Any] = {
         "server_received_unix_ms": round(clock.received_unix_us / 1000.0, 3),
         "server_received_unix_us": clock.received_unix_us,
@@ -92,8 +107,8 @@ def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
         "queue_ms": round(queue, 3),
         "prefill_ms": round(engine.prefill_ms, 3),
         "decode_ms": round(engine.decode_ms, 3),
-        "admission_ms": round(clock.admission_s * 1000.0, 3),
-        "render_ms": round(clock.render_s * 1000.0, 3),
+        "admission_ms": round(admission_ms, 3),
+        "render_ms": round(clock.seconds("template") * 1000.0, 3),
         "engine_queue_ms": round(engine.queue_ms, 3),
         "engine_host_ms": round(engine.engine_host_ms, 3),
         "first_token_ms": round(engine.first_token_ms, 3),
@@ -109,6 +124,7 @@ def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
 def stamp(block: dict[str, Any], clock: TurnClock, now: float) -> None:
     """Close the server's E2E at `now` (the terminal event is serialized next) and derive the
     host overhead as what the other three parts leave of it."""
+    clock.stamped = now
     e2e = round((now - clock.received) * 1000.0, 3)
     block["server_e2e_ms"] = e2e
     block["host_overhead_ms"] = round(

@@ -11,10 +11,13 @@ idempotent, so a cancel before the disconnect does not add a second).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Span
 
 from turnspec.engine.protocol import (
     ContextLengthError,
@@ -22,6 +25,7 @@ from turnspec.engine.protocol import (
     DeltaStream,
     EngineError,
     GenerateRequest,
+    SpecStats,
     Timing,
 )
 from turnspec.server.errors import ApiError, internal, invalid
@@ -36,6 +40,7 @@ from turnspec.server.events import (
     Usage,
 )
 from turnspec.server.timing import SentenceWatch, TurnClock, stamp, timing_block
+from turnspec.server.tracing import trace_id_of
 from turnspec.tools_grammar.parser import (
     ParseEvent,
     TextDelta,
@@ -59,6 +64,7 @@ class Turn:
     def __init__(self, hub: SessionHub, transport: str, request: GenerateRequest,
                  stream: DeltaStream, *, response_id: str,
                  parser: ToolCallStreamParser | None, clock: TurnClock,
+                 span: Span | None = None,
                  on_done: Callable[[Turn, TurnDone], None] | None = None) -> None:
         self.hub = hub
         self.transport = transport
@@ -71,6 +77,9 @@ class Turn:
         self._parser = parser
         self.text_only = parser is None  # no tool call can come
         self.clock = clock
+        self.span = span  # the turn's root span, when the server traces
+        self._engine_timing: Timing | None = None
+        self._spec: SpecStats | None = None
         self._sentence = SentenceWatch()
         self._on_done = on_done
         self._stream = stream  # from Engine.generate(request), already validated
@@ -182,9 +191,12 @@ class Turn:
         t = final.timing if final is not None and final.timing is not None else Timing(
             prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
         spec = final.spec if final is not None else None
+        self._engine_timing, self._spec = t, spec
+        timing = timing_block(self.clock, t)
+        if self.span is not None and self.span.is_recording():
+            timing["trace_id"] = format(self.span.get_span_context().trace_id, "032x")
         block = {"request_id": self.request_id, "model": self.hub.engine.model_name,
-                 "timing": timing_block(self.clock, t),
-                 "spec": spec.as_dict() if spec is not None else None}
+                 "timing": timing, "spec": spec.as_dict() if spec is not None else None}
         usage = Usage(self.prompt_tokens, self.completion_tokens, t.cached_tokens)
         return TurnDone(reason, text, calls, usage, block, error)
 
@@ -197,18 +209,25 @@ class Turn:
         stamp(done.turnspec["timing"], self.clock, time.perf_counter())
 
     def _log(self) -> None:
+        """Metrics and the turn's log line; its spans are built right after, on the loop,
+        so the terminal event goes out first."""
         d = self.done
         assert d is not None
         self.stamp(d)
-        tm = d.turnspec.get("timing", {})
-        self.hub.metrics.finished(self.transport, d.finish_reason, d.usage.prompt_tokens,
-                                  d.usage.cached_tokens, d.usage.completion_tokens)
-        if tm.get("server_ttft_ms") is not None:
-            self.hub.metrics.ttft.observe(tm["server_ttft_ms"] / 1000.0)
-        log.info("%s %s %s prompt=%d cached=%d completion=%d ttft_ms=%s e2e_ms=%.1f%s",
+        tm = d.turnspec["timing"]
+        hub = self.hub
+        hub.metrics.finished(self.transport, d.finish_reason, tm, self._spec,
+                             (d.error.code or d.error.type) if d.error else None)
+        trace_id = tm.get("trace_id") or trace_id_of(self.request.trace)
+        log.info("%s %s %s prompt=%d cached=%d completion=%d ttft_ms=%s e2e_ms=%.1f%s%s",
                  self.transport, self.request_id, d.finish_reason, d.usage.prompt_tokens,
                  d.usage.cached_tokens, d.usage.completion_tokens, tm.get("server_ttft_ms"),
-                 tm.get("server_e2e_ms", 0.0), f" error={d.error.message}" if d.error else "")
+                 tm["server_e2e_ms"], f" trace_id={trace_id}" if trace_id else "",
+                 f" error={d.error.message}" if d.error else "")
+        if self.span is not None and hub.tracer is not None:
+            asyncio.get_running_loop().call_soon(
+                hub.tracer.finish, self.span, self.clock, d, self._engine_timing, self._spec,
+                self.response_id)
 
 
 def engine_error(e: EngineError) -> ApiError:

@@ -26,6 +26,8 @@ instead (ngram.py), when there is one: copies from the context that the drafter 
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from turnspec.engine.local.grammar_mask import mask_block
@@ -89,6 +91,7 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
     packed = torch.cat([accept_len.to(torch.int64).unsqueeze(1), target], dim=1).tolist()  # sync #2
 
     # commit
+    now = time.perf_counter()
     new_tokens, advance, ctx_items = [], [], []
     for r, (seq, row) in enumerate(zip(seqs, packed, strict=True)):
         a = row[0]
@@ -98,9 +101,7 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
         if not spec_rows[r]:
             policy.after_plain_step(seq)
             continue
-        seq.spec.verify_steps += 1
-        seq.spec.accepted_tokens += a
-        seq.spec.committed_tokens += a + 1
+        seq.spec.add_step(a + 1, now if seq.request.trace_steps else None)
         policy.after_spec_step(seq, a + 1)
     if out.taps is not None:
         runner.store_context(ctx_items, out.taps)

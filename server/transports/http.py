@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from turnspec.server.errors import ApiError
 from turnspec.server.events import TurnDone
@@ -65,8 +66,8 @@ async def _health(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    return web.Response(text=request.app[HUB_KEY].metrics_text(),
-                        content_type="text/plain", charset="utf-8")
+    return web.Response(body=request.app[HUB_KEY].metrics.render(),
+                        headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 async def _models(request: web.Request) -> web.Response:

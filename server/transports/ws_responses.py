@@ -115,7 +115,8 @@ class ResponsesSocket:
                            code="conversation_already_has_active_response")
         body = event["response"] if isinstance(event.get("response"), dict) else event
         req, meta = parse_create(body, received_unix_ms, received_perf)
-        req.trace = trace_from(meta["metadata"], self._trace_headers)
+        # this turn's own traceparent (a field, or in metadata) wins over the upgrade's
+        req.trace = trace_from(body, meta["metadata"], self._trace_headers)
         self._cancel_early = False
         self._task = asyncio.create_task(self._run_turn(req, meta))
 

@@ -1,6 +1,6 @@
 """Drafter training data: prompts answered by the target, saved with loss masks.
 
-The paper regenerates every response with the target (reference/dflash.md §2): the drafter
+The paper regenerates every response with the target (docs/dflash.md §5): the drafter
 must learn the target's own distribution, not a dataset's. The target is injected (speculator
 never imports engine): `answer` takes one batch of prompts at a time (the local engine's
 greedy `generate_batch`), `stream` pulls prompts as the engine has room and yields each

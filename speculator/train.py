@@ -1,4 +1,4 @@
-"""Train a DFlash drafter on target-generated data (reference/dflash.md §2).
+"""Train a DFlash drafter on target-generated data (docs/dflash.md §5).
 
 The run: setup (target, packed data, drafter, warm start or resume) -> steps (one step's math
 is `train_step.py`: frozen target features, random anchors re-drawn every time a sequence is

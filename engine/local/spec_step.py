@@ -9,7 +9,7 @@
 
 Lossless: every committed y_k was chosen by the target from the exact prefix it would have
 seen decoding one token at a time, so greedy output is identical and sampled output has the
-target's distribution (the drafter is deterministic; see reference/dflash.md §1).
+target's distribution (the drafter is deterministic; see docs/dflash.md §2).
 Per-request block sizes: drafts past a row's block are replaced by -1, which never matches.
 Rows the policy has paused (spec_policy.py) ride along with block 1: a plain step for them.
 Confidence-truncated verify (policy.min_confidence > 0): a row verifies only the drafts whose

@@ -7,7 +7,7 @@ distribution itself, kept as its top-k (renormalized): where the target hesitate
 wordings, the drafter learns the ranking instead of one arbitrary winner (distillation;
 docs/dflash.md §5).
 
-Measured (run 11, H200, docs/notes/2026-12-01-run11-soft-labels.md): w = 0.5 beside plain CE on
+Measured (H200, docs/history/notes/run11-soft-labels.md): w = 0.5 beside plain CE on
 the same data, init and budget gave held-out tool tau 4.84 against 4.87 (no gain, and 12% fewer
 steps in the time), so training defaults to w = 0.
 

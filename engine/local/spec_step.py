@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 
 # A lookup continuation whose first tokens are the drafter's own first drafts is taken even when
 # the drafter is confident, if it runs longer: the drafter agrees with the copy, so the copy's
-# tail is likely right too. 2 was best of 1-2 on run 7's seed-3 held-out turns (offline replay,
-# B=16: τ 5.36 -> 5.58), and held on seed 4 (5.08 -> 5.24); notes 2026-11-30-drafter-run7.
+# tail is likely right too. 2 was best of 1-2 on seed-3 held-out turns (offline replay, B=16:
+# τ 5.36 -> 5.58), and held on seed 4 (5.08 -> 5.24); docs/history/notes/drafter-run7-synthetic.md.
 LOOKUP_AGREE = 2
 
 

@@ -7,7 +7,7 @@ as token ids (our ChatTemplate renders them, so KV reuse across turns is SGLang'
 matching the same ids) and the tool grammar goes as an xgrammar structural tag.
 
 Status: written against SGLang 0.5.x's documented `Engine.async_generate` streaming API
-(reference/serving-ecosystem.md §1). Not run yet: SGLang cannot serve on the CPU dev machines
+(sglang/srt/entrypoints/engine.py). Not run yet: SGLang cannot serve on the CPU dev machines
 and the lent H200 image has no sglang wheel (a 400 MB kernel wheel cannot be carried).
 """
 

@@ -83,7 +83,8 @@ class FakeFixedRateEngine:
         # from here while the caller is still busy with other work (e.g. sending headers).
         loop = asyncio.get_running_loop()
         return DeltaStream(request.request_id,
-                           self._stream(request, loop.time(), time.time() * 1000.0), self.abort)
+                           self._stream(request, loop.time(), time.time() * 1000.0,
+                                        time.perf_counter()), self.abort)
 
     async def abort(self, request_id: str) -> None:
         """Idempotent; a request that was never iterated is simply forgotten."""
@@ -96,8 +97,8 @@ class FakeFixedRateEngine:
             if fut is not None:
                 _wake(fut)
 
-    async def _stream(self, req: GenerateRequest, accepted: float,
-                      accepted_unix: float) -> AsyncIterator[Delta]:
+    async def _stream(self, req: GenerateRequest, accepted: float, accepted_unix: float,
+                      accepted_perf: float) -> AsyncIterator[Delta]:
         rid = req.request_id
         loop = asyncio.get_running_loop()
         if rid not in self._pending:  # aborted before the first iteration
@@ -124,9 +125,10 @@ class FakeFixedRateEngine:
             first = self.first_token_ms if emitted else 0.0
             total = (loop.time() - accepted) * 1000.0
             n = len(req.prompt_token_ids)
-            timing = Timing(received_unix_ms=accepted_unix, queue_ms=0.0, prefill_ms=first,
+            timing = Timing(received_unix_ms=accepted_unix, accepted_at=accepted_perf,
+                            queue_ms=0.0, prefill_ms=first,
                             decode_ms=max(0.0, total - first), first_token_ms=first,
-                            host_overhead_ms=0.0, prompt_tokens=n, cached_tokens=0,
+                            engine_host_ms=0.0, prompt_tokens=n, cached_tokens=0,
                             prefill_tokens=n, completion_tokens=emitted)
             yield Delta(rid, [], "", finished=True, finish_reason=reason, timing=timing)
         finally:

@@ -15,7 +15,7 @@ tau is tokens emitted per verify step, over the verify steps only: under the ada
 is the acceptance of the stretches the policy chose to speculate ("spec tok" says what share of
 the tokens those were), which reads higher than the paper's tau of speculating on every step;
 `--policies always` measures that one. "90% CI" is a bootstrap over the prompts: tau on a few
-turns swings with the one or two the target loops on (docs/notes/2026-12-01-online-offline-tau.md).
+turns swings with the one or two the target loops on (docs/history/notes/online-offline-tau.md).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from turnspec.engine.local.args import (
     resolve_model_dir,
 )
 from turnspec.server.config import ServerConfig
+from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
 
 API_KEY_ENV = "TURNSPEC_API_KEY"
 FAKE_ENGINE = "fake-fixed-rate"  # benchmarks/fake_fixed_rate.py: known answers for load tools
@@ -45,6 +46,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-message-bytes", type=int, default=4 << 20)
     p.add_argument("--drain-seconds", type=float, default=10.0,
                    help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
+    t = p.add_argument_group("tracing (off by default)")
+    t.add_argument("--otlp-endpoint", default=None, metavar="URL",
+                   help="export each turn's spans over OTLP to URL (http://HOST:4317 for gRPC; "
+                        "a URL ending in /v1/traces, or --otlp-protocol http/protobuf, for HTTP)")
+    t.add_argument("--otlp-protocol", choices=OTLP_PROTOCOLS, default="grpc")
+    t.add_argument("--trace-console", action="store_true", help="print spans to stdout")
+    t.add_argument("--trace-sample", type=float, default=1.0, metavar="RATIO",
+                   help="share of turns traced when the client sent no sampled traceparent "
+                        "(default: %(default)s)")
     add_engine_args(p, speculator_default=default_speculator())
     add_fake_engine_args(p)
     p.set_defaults(func=run)
@@ -105,7 +115,9 @@ async def _serve(args: argparse.Namespace) -> int:
     from turnspec.server.app import ServerApp
 
     config = server_config_from_args(args)
-    app = ServerApp(build_engine(args), config)
+    tracing = TracingConfig(otlp_endpoint=args.otlp_endpoint, otlp_protocol=args.otlp_protocol,
+                            console=args.trace_console, sample_ratio=args.trace_sample)
+    app = ServerApp(build_engine(args), config, build_tracer_provider(tracing))
     await app.start_transports()
     print(f"turnspec: listening on http://{config.host}:{app.port} (HTTP, WS) and "
           f"{'gRPC ' + config.host + ':' + str(app.grpc_port) if app.grpc_port else 'no gRPC'}"

@@ -79,6 +79,7 @@ class GenerateRequest:
     spec_block_size: int | None = None
     session_id: str | None = None
     trace: dict[str, str] | None = None  # W3C traceparent/tracestate, if any
+    trace_steps: bool = False  # record each verify step's time (SpecStats.step_times)
 
     def __post_init__(self) -> None:
         if not self.request_id:
@@ -94,11 +95,12 @@ class Timing:
     """Server-side timing of one request, in milliseconds (wall clock, engine thread)."""
 
     received_unix_ms: float = 0.0  # when the engine accepted the request (time.time() * 1000)
+    accepted_at: float = 0.0  # the same moment on time.perf_counter() (process-local: spans)
     queue_ms: float = 0.0  # accepted -> first scheduled
     prefill_ms: float = 0.0  # first scheduled -> first token sampled
     decode_ms: float = 0.0  # first token -> finished
     first_token_ms: float = 0.0  # accepted -> first token available (engine-side TTFT)
-    host_overhead_ms: float = 0.0  # engine step time not spent in model forward passes
+    engine_host_ms: float = 0.0  # engine step time not spent in model forward passes
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the prefix cache (not prefilled)
     prefill_tokens: int = 0  # prompt tokens actually run through the model
@@ -110,12 +112,28 @@ class Timing:
 
 @dataclass(slots=True)
 class SpecStats:
-    """Speculation stats: tau = committed tokens per verify step, bonus included."""
+    """Speculation stats: tau = committed tokens per verify step, bonus included.
+
+    `step_lengths[i]` is what verify step i committed (the accepted-length histogram);
+    `step_times[i]` its time.perf_counter(), kept only for requests with `trace_steps`."""
 
     verify_steps: int = 0
     accepted_tokens: int = 0  # drafts accepted and emitted (bonus tokens not counted)
     committed_tokens: int = 0  # tokens emitted by verify steps (accepted + bonus)
     block_size: int = 0
+    step_lengths: list[int] = field(default_factory=list)
+    step_times: list[float] | None = None
+
+    def add_step(self, committed: int, at: float | None = None) -> None:
+        """One verify step that committed `committed` tokens (its accepted drafts + bonus)."""
+        self.verify_steps += 1
+        self.accepted_tokens += committed - 1
+        self.committed_tokens += committed
+        self.step_lengths.append(committed)
+        if at is not None:
+            if self.step_times is None:
+                self.step_times = []
+            self.step_times.append(at)
 
     @property
     def tau(self) -> float:
@@ -129,6 +147,8 @@ class SpecStats:
             raise ValueError(f"drop_tail({n}): expected 1..{self.committed_tokens} committed tokens")
         self.committed_tokens -= n
         self.accepted_tokens -= n - 1
+        if self.step_lengths:
+            self.step_lengths[-1] -= n
 
     def as_dict(self) -> dict[str, float | int]:
         return {

@@ -7,7 +7,7 @@ as token ids (our ChatTemplate renders them, so KV reuse across turns is SGLang'
 matching the same ids) and the tool grammar goes as an xgrammar structural tag.
 
 Status: written against SGLang 0.5.x's documented `Engine.async_generate` streaming API
-(reference/serving-ecosystem.md §1). Not run yet: SGLang cannot serve on the CPU dev machines
+(sglang/srt/entrypoints/engine.py). Not run yet: SGLang cannot serve on the CPU dev machines
 and the lent H200 image has no sglang wheel (a 400 MB kernel wheel cannot be carried).
 """
 
@@ -122,7 +122,8 @@ class SGLangEngine:
     async def _stream(self, request: GenerateRequest) -> AsyncIterator[Delta]:
         rid = request.request_id
         t0, t_first = time.perf_counter(), None
-        timing = Timing(received_unix_ms=time.time() * 1000.0, prompt_tokens=len(request.prompt_token_ids))
+        timing = Timing(received_unix_ms=time.time() * 1000.0, accepted_at=t0,
+                        prompt_tokens=len(request.prompt_token_ids))
         self._active.add(rid)
         try:
             gen = await self._engine.async_generate(

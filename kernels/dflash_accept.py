@@ -1,4 +1,4 @@
-"""DFlash accept rule (shared/reference/dflash.md §1, §6): accept the longest draft prefix that
+"""DFlash accept rule (docs/dflash.md §2): accept the longest draft prefix that
 matches the target, then take the target's token at the first mismatch as the bonus.
 
   drafts        : [b, B-1] int64, the drafter's tokens for block positions 1..B-1

@@ -13,6 +13,7 @@ import logging
 import signal
 
 from aiohttp import web
+from opentelemetry.sdk.trace import TracerProvider
 
 from turnspec.engine.protocol import Engine
 from turnspec.server.config import ServerConfig
@@ -24,9 +25,10 @@ log = logging.getLogger("turnspec.server")
 
 
 class ServerApp:
-    def __init__(self, engine: Engine, config: ServerConfig) -> None:
+    def __init__(self, engine: Engine, config: ServerConfig,
+                 tracer_provider: TracerProvider | None = None) -> None:
         self.config = config
-        self.hub = SessionHub(engine, config)
+        self.hub = SessionHub(engine, config, tracer_provider)
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcServer | None = None
         self.port = 0
@@ -100,4 +102,6 @@ class ServerApp:
             await self._runner.cleanup()
         if self.hub.ready and stop_engine:
             await self.hub.engine.shutdown()
+        if self.hub.tracer_provider is not None:  # export what is still batched
+            await asyncio.to_thread(self.hub.tracer_provider.shutdown)
         log.info("stopped")

@@ -9,11 +9,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.sdk.trace import TracerProvider
+
 from turnspec.engine.protocol import Engine
 from turnspec.server.admission import Admission
 from turnspec.server.config import ServerConfig
 from turnspec.server.errors import ApiError, unauthorized, unavailable
-from turnspec.server.metrics import Metrics
+from turnspec.server.metrics import Metrics, ServerState
+from turnspec.server.tracing import TurnTracer
 
 if TYPE_CHECKING:
     from turnspec.engine.chat import ChatTemplate
@@ -23,10 +26,13 @@ log = logging.getLogger("turnspec.server")
 
 
 class SessionHub:
-    def __init__(self, engine: Engine, config: ServerConfig) -> None:
+    def __init__(self, engine: Engine, config: ServerConfig,
+                 tracer_provider: TracerProvider | None = None) -> None:
         self.engine = engine
+        self.tracer_provider = tracer_provider
+        self.tracer = TurnTracer(tracer_provider) if tracer_provider is not None else None
         self.config = config
-        self.metrics = Metrics()
+        self.metrics = Metrics(self._state, engine.stats)
         self.admission = Admission(config.max_running, config.max_queue, config.retry_after_s)
         self.ready = False
         self.draining = False
@@ -163,7 +169,6 @@ class SessionHub:
         log.info("%s rejected %d %s: %s", transport, err.status, err.code or err.type,
                  err.message)
 
-    def metrics_text(self) -> str:
-        return self.metrics.render(ready=self.ready, draining=self.draining,
-                                   running=self.admission.running,
-                                   queued=self.admission.queued, engine_stats=self.engine.stats)
+    def _state(self) -> ServerState:
+        return ServerState(ready=self.ready, draining=self.draining,
+                           running=self.admission.running, queued=self.admission.queued)

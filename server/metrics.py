@@ -1,104 +1,148 @@
-"""Prometheus text exposition of a few real counters (the tracing issue adds spans/OTel).
+"""`GET /metrics`: Prometheus text from prometheus_client, one registry per server.
 
-Counters are plain ints bumped on the event loop (no locks: one thread); gauges are read at
-scrape time from the admission queue and `Engine.stats()`.
+The GenAI semantic conventions' server metrics (`gen_ai.server.time_to_first_token`,
+`gen_ai.server.time_per_output_token`, `gen_ai.server.request.duration`, with the
+conventions' bucket boundaries) in Prometheus naming, the voice measures (time to first
+sentence, tool-call latency), queue time, the accepted length of every verify step, request
+outcomes, rejections and errors by type; gauges (readiness, admission, engine sequences and
+KV blocks) are read at scrape time. Everything is observed on the event loop, once per turn.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
-from turnspec.engine.protocol import EngineStats
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
-# gen_ai.server.time_to_first_token buckets (OTel GenAI semconv), in seconds.
+from turnspec.engine.protocol import EngineStats, SpecStats
+
+disable_created_metrics()  # no `_created` series beside every counter and histogram
+
+# OTel GenAI semconv explicit bucket boundaries, in seconds.
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
                 7.5, 10.0)
+TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
+DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
+                    40.96, 81.92)
+ACCEPTED_BUCKETS = tuple(float(k) for k in range(1, 17))  # tokens a verify step commits
 
 
-class Histogram:
-    def __init__(self, buckets: tuple[float, ...]) -> None:
-        self.buckets = buckets
-        self.counts = [0] * len(buckets)
-        self.total = 0
-        self.sum = 0.0
+@dataclass(slots=True, frozen=True)
+class ServerState:
+    """What the gauges read at scrape time."""
 
-    def observe(self, v: float) -> None:
-        self.total += 1
-        self.sum += v
-        for i, b in enumerate(self.buckets):
-            if v <= b:
-                self.counts[i] += 1
-                break
+    ready: bool
+    draining: bool
+    running: int
+    queued: int
 
-    def lines(self, name: str) -> list[str]:
-        out, cum = [], 0
-        for b, c in zip(self.buckets, self.counts, strict=True):
-            cum += c
-            out.append(f'{name}_bucket{{le="{b:g}"}} {cum}')
-        out += [f'{name}_bucket{{le="+Inf"}} {self.total}', f"{name}_sum {self.sum:.6f}",
-                f"{name}_count {self.total}"]
-        return out
+
+class _Gauges(Collector):
+    """Readiness, admission and engine gauges, read when Prometheus scrapes."""
+
+    def __init__(self, state: Callable[[], ServerState],
+                 engine_stats: Callable[[], EngineStats]) -> None:
+        self._state = state
+        self._engine_stats = engine_stats
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        st = self._state()
+        for name, value, doc in (
+                ("turnspec_ready", st.ready, "1 once the engine is warm"),
+                ("turnspec_draining", st.draining, "1 while shutting down"),
+                ("turnspec_running_turns", st.running, "turns handed to the engine"),
+                ("turnspec_queued_turns", st.queued, "turns waiting for admission")):
+            yield GaugeMetricFamily(name, doc, value=float(value))
+        if not st.ready:
+            return
+        s = self._engine_stats()
+        for name, value, doc in (
+                ("turnspec_engine_active_sequences", s.active_sequences, "sequences running"),
+                ("turnspec_engine_waiting_sequences", s.waiting_sequences, "sequences queued"),
+                ("turnspec_engine_free_kv_blocks", s.free_kv_blocks, "KV blocks free"),
+                ("turnspec_engine_used_kv_blocks", s.total_kv_blocks - s.free_kv_blocks,
+                 "KV blocks held by sequences"),
+                ("turnspec_engine_total_kv_blocks", s.total_kv_blocks, "KV blocks in the pool"),
+                ("turnspec_engine_cached_kv_blocks", s.cached_kv_blocks,
+                 "free KV blocks still holding reusable prefix KV")):
+            yield GaugeMetricFamily(name, doc, value=float(value))
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str]] = Counter()  # (transport, outcome)
-        self.prompt_tokens = 0
-        self.cached_tokens = 0
-        self.completion_tokens = 0
-        self.continued_turns = 0  # turns that continued a stored one (previous_response_id)
-        self.ttft = Histogram(TTFT_BUCKETS)
+    def __init__(self, state: Callable[[], ServerState],
+                 engine_stats: Callable[[], EngineStats]) -> None:
+        r = self.registry = CollectorRegistry()
+        self.requests = Counter("turnspec_requests", "Turns by transport and outcome",
+                                ("transport", "outcome"), registry=r)
+        self.rejections = Counter("turnspec_rejections", "Requests refused before streaming",
+                                  ("transport", "code"), registry=r)
+        self.errors = Counter("turnspec_errors", "Failed turns and rejections by error type",
+                              ("type",), registry=r)
+        self.prompt_tokens = Counter("turnspec_prompt_tokens", "Prompt tokens", registry=r)
+        self.cached_tokens = Counter("turnspec_cached_prompt_tokens",
+                                     "Prompt tokens served from the prefix cache", registry=r)
+        self.completion_tokens = Counter("turnspec_completion_tokens", "Output tokens",
+                                         registry=r)
+        self.continued = Counter("turnspec_continued_turns",
+                                 "Turns continuing a stored conversation", registry=r)
+        self.ttft = Histogram("gen_ai_server_time_to_first_token_seconds",
+                              "Server receive -> first token handed to the transport",
+                              ("transport",), buckets=TTFT_BUCKETS, registry=r)
+        self.tpot = Histogram("gen_ai_server_time_per_output_token_seconds",
+                              "Decode time per output token after the first", ("transport",),
+                              buckets=TPOT_BUCKETS, registry=r)
+        self.duration = Histogram("gen_ai_server_request_duration_seconds",
+                                  "Server receive -> terminal event", ("transport",),
+                                  buckets=DURATION_BUCKETS, registry=r)
+        self.queue = Histogram("turnspec_queue_time_seconds",
+                               "Admission wait + engine queue", buckets=TTFT_BUCKETS, registry=r)
+        self.ttfs = Histogram("turnspec_time_to_first_sentence_seconds",
+                              "Server receive -> first spoken sentence complete",
+                              ("transport",), buckets=TTFT_BUCKETS, registry=r)
+        self.tool_call = Histogram("turnspec_tool_call_latency_seconds",
+                                   "Server receive -> first tool call's arguments parsed",
+                                   ("transport",), buckets=TTFT_BUCKETS, registry=r)
+        self.accepted = Histogram("turnspec_spec_accepted_length",
+                                  "Tokens each speculative verify step committed",
+                                  buckets=ACCEPTED_BUCKETS, registry=r)
+        r.register(_Gauges(state, engine_stats))
 
-    def finished(self, transport: str, outcome: str, prompt: int, cached: int,
-                 completion: int) -> None:
-        self.requests[(transport, outcome)] += 1
-        self.prompt_tokens += prompt
-        self.cached_tokens += cached
-        self.completion_tokens += completion
+    def finished(self, transport: str, outcome: str, timing: dict[str, Any],
+                 spec: SpecStats | None, error_type: str | None) -> None:
+        """One turn ended (its block stamped): outcome, tokens, latencies, verify steps."""
+        self.requests.labels(transport, outcome).inc()
+        self.prompt_tokens.inc(timing.get("prompt_tokens") or 0)
+        self.cached_tokens.inc(timing.get("cached_tokens") or 0)
+        completion = timing.get("completion_tokens") or 0
+        self.completion_tokens.inc(completion)
+        if error_type is not None:
+            self.errors.labels(error_type).inc()
+        self.duration.labels(transport).observe(timing["server_e2e_ms"] / 1000.0)
+        self.queue.observe(timing["queue_ms"] / 1000.0)
+        for hist, key in ((self.ttft, "server_ttft_ms"), (self.ttfs, "ttfs_ms"),
+                          (self.tool_call, "tool_call_ms")):
+            if timing.get(key) is not None:
+                hist.labels(transport).observe(timing[key] / 1000.0)
+        if completion > 1:
+            self.tpot.labels(transport).observe(timing["decode_ms"] / 1000.0 / (completion - 1))
+        if spec is not None:
+            for n in spec.step_lengths:
+                self.accepted.observe(n)
 
     def rejected(self, transport: str, code: str) -> None:
-        self.requests[(transport, code)] += 1
+        self.requests.labels(transport, code).inc()
+        self.rejections.labels(transport, code).inc()
+        self.errors.labels(code).inc()
 
-    def render(self, *, ready: bool, draining: bool, running: int, queued: int,
-               engine_stats: Callable[[], EngineStats]) -> str:
-        lines = [
-            "# HELP turnspec_requests_total Turns by transport and outcome.",
-            "# TYPE turnspec_requests_total counter",
-        ]
-        for (transport, outcome), n in sorted(self.requests.items()):
-            lines.append(f'turnspec_requests_total{{transport="{transport}",'
-                         f'outcome="{outcome}"}} {n}')
-        lines += [
-            "# TYPE turnspec_prompt_tokens_total counter",
-            f"turnspec_prompt_tokens_total {self.prompt_tokens}",
-            "# TYPE turnspec_cached_prompt_tokens_total counter",
-            f"turnspec_cached_prompt_tokens_total {self.cached_tokens}",
-            "# TYPE turnspec_completion_tokens_total counter",
-            f"turnspec_completion_tokens_total {self.completion_tokens}",
-            "# HELP turnspec_continued_turns_total Turns continuing a stored conversation.",
-            "# TYPE turnspec_continued_turns_total counter",
-            f"turnspec_continued_turns_total {self.continued_turns}",
-            "# HELP turnspec_time_to_first_token_seconds Server receive -> first token sent.",
-            "# TYPE turnspec_time_to_first_token_seconds histogram",
-            *self.ttft.lines("turnspec_time_to_first_token_seconds"),
-            "# TYPE turnspec_ready gauge", f"turnspec_ready {int(ready)}",
-            "# TYPE turnspec_draining gauge", f"turnspec_draining {int(draining)}",
-            "# TYPE turnspec_running_turns gauge", f"turnspec_running_turns {running}",
-            "# TYPE turnspec_queued_turns gauge", f"turnspec_queued_turns {queued}",
-        ]
-        if ready:
-            s = engine_stats()
-            lines += [
-                "# TYPE turnspec_engine_active_sequences gauge",
-                f"turnspec_engine_active_sequences {s.active_sequences}",
-                "# TYPE turnspec_engine_waiting_sequences gauge",
-                f"turnspec_engine_waiting_sequences {s.waiting_sequences}",
-                "# TYPE turnspec_engine_free_kv_blocks gauge",
-                f"turnspec_engine_free_kv_blocks {s.free_kv_blocks}",
-                "# TYPE turnspec_engine_total_kv_blocks gauge",
-                f"turnspec_engine_total_kv_blocks {s.total_kv_blocks}",
-                "# TYPE turnspec_engine_cached_kv_blocks gauge",
-                f"turnspec_engine_cached_kv_blocks {s.cached_kv_blocks}",
-            ]
-        return "\n".join(lines) + "\n"
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -16,10 +16,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.trace import Span
+
 from turnspec.engine.protocol import EngineError, GenerateRequest, SamplingParams
 from turnspec.server.conversation import Conversation, ConversationStore, Message
 from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone
+from turnspec.server.timing import TurnClock
 from turnspec.server.turn import Turn, engine_error
 from turnspec.tools_grammar.parser import ToolCallStreamParser
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
@@ -75,13 +78,22 @@ class Session:
     async def start(self, req: TurnRequest, *, messages_param: str = "messages") -> Turn:
         """Validate, render, admit. Raises `ApiError` (nothing has been streamed yet).
         `messages_param` names the conversation field in errors ("input" for Responses)."""
+        hub, now = self.hub, time.perf_counter()
+        clock = TurnClock(received=req.received_perf,
+                          received_unix_us=round(req.received_unix_ms * 1000.0))
+        clock.hop("receive", req.received_perf, now)
+        root = hub.tracer.start(req.trace, clock, self.transport, hub.engine.model_name) \
+            if hub.tracer is not None else None
         try:
-            return await self._start(req, messages_param)
+            return await self._start(req, messages_param, clock, root)
         except ApiError as e:
-            self.hub.rejected(self.transport, e)
+            hub.rejected(self.transport, e)
+            if root is not None:
+                hub.tracer.refused(root, e.code or e.type, e.message, time.perf_counter(), clock)
             raise
 
-    async def _start(self, req: TurnRequest, mp: str) -> Turn:
+    async def _start(self, req: TurnRequest, mp: str, clock: TurnClock,
+                     root: Span | None) -> Turn:
         hub = self.hub
         hub.check_accepting()
         if self.max_active is not None and len(self.active) >= self.max_active:
@@ -109,7 +121,7 @@ class Session:
         except Exception as e:  # the template's own checks (role order, content types)
             raise invalid(f"the chat template rejected the conversation: {e}",
                           param=mp) from None
-        render_ms = (time.perf_counter() - t0) * 1000.0
+        clock.hop("template", t0, time.perf_counter())
         sampling = self._sampling(req, len(prompt), mp)
 
         response_id = new_id("resp")
@@ -118,9 +130,11 @@ class Session:
         if tools and choice.mode != "none":
             # Off the loop: a cache miss compiles for ~10-80 ms (install-notes §3), which
             # would stall every other stream's tokens.
+            t0 = time.perf_counter()
             grammar = await asyncio.to_thread(
                 chat.grammar_compiler.matcher, tools, choice, chat.tool_format,
                 parallel_tool_calls=bool(req.parallel_tool_calls))
+            clock.hop("grammar", t0, time.perf_counter())
             parser = ToolCallStreamParser(chat.tool_format, tools,
                                           call_id_prefix=f"call_{response_id[5:17]}_")
         request_id = req.request_id or new_id("req")
@@ -128,13 +142,16 @@ class Session:
             request_id=request_id, prompt_token_ids=prompt, sampling=sampling, grammar=grammar,
             spec_block_size=(req.spec_block_size if req.spec_block_size is not None
                              else hub.config.spec_block_size),
-            session_id=self.session_id, trace=req.trace)
+            session_id=self.session_id, trace=req.trace,
+            trace_steps=root is not None and root.is_recording())
         hub.reserve(request_id)
+        t0 = time.perf_counter()
         try:
-            admission_ms = await hub.admission.acquire()
+            await hub.admission.acquire()
         except BaseException:
             hub.unreserve(request_id)
             raise
+        clock.hop("admission", t0, time.perf_counter())
         try:
             stream = hub.engine.generate(greq)
         except EngineError as e:
@@ -142,9 +159,7 @@ class Session:
             hub.unreserve(request_id)
             raise engine_error(e) from None
         turn = Turn(hub, self.transport, greq, stream, response_id=response_id, parser=parser,
-                    received_unix_ms=req.received_unix_ms, received_perf=req.received_perf,
-                    admission_ms=admission_ms, render_ms=render_ms,
-                    on_done=self._remember(history, req.instructions))
+                    clock=clock, span=root, on_done=self._remember(history, req.instructions))
         self.active[response_id] = turn
         hub.turn_started(turn, on_close=lambda t: self.active.pop(t.response_id, None))
         return turn
@@ -159,7 +174,7 @@ class Session:
                            "connection; send the full conversation without "
                            "previous_response_id", code="previous_response_not_found",
                            param="previous_response_id")
-        self.hub.metrics.continued_turns += 1
+        self.hub.metrics.continued.inc()
         return base.messages + list(req.messages), base
 
     def _sampling(self, req: TurnRequest, prompt_len: int, mp: str) -> SamplingParams:

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from opentelemetry.sdk.trace import TracerProvider
+
 from turnspec.engine.protocol import Engine
 from turnspec.server.app import ServerApp
 from turnspec.server.config import ServerConfig
@@ -22,9 +24,9 @@ class ThreadedServer:
     several servers with different configs, e.g. in a test session).
     """
 
-    def __init__(self, engine: Engine, config: ServerConfig, *,
-                 stop_engine: bool = True) -> None:
-        self.app = ServerApp(engine, config)
+    def __init__(self, engine: Engine, config: ServerConfig, *, stop_engine: bool = True,
+                 tracer_provider: TracerProvider | None = None) -> None:
+        self.app = ServerApp(engine, config, tracer_provider)
         self.stop_engine = stop_engine
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="turnspec-server",

@@ -11,10 +11,13 @@ idempotent, so a cancel before the disconnect does not add a second).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Span
 
 from turnspec.engine.protocol import (
     ContextLengthError,
@@ -22,6 +25,7 @@ from turnspec.engine.protocol import (
     DeltaStream,
     EngineError,
     GenerateRequest,
+    SpecStats,
     Timing,
 )
 from turnspec.server.errors import ApiError, internal, invalid
@@ -35,10 +39,13 @@ from turnspec.server.events import (
     TurnDone,
     Usage,
 )
+from turnspec.server.timing import SentenceWatch, TurnClock, stamp, timing_block
+from turnspec.server.tracing import trace_id_of
 from turnspec.tools_grammar.parser import (
     ParseEvent,
     TextDelta,
     ToolCallDone,
+    ToolCallStarted,
     ToolCallStreamParser,
 )
 
@@ -56,9 +63,8 @@ _ENGINE_FINISH = {"stop": FINISH_STOP, "length": FINISH_LENGTH, "abort": FINISH_
 class Turn:
     def __init__(self, hub: SessionHub, transport: str, request: GenerateRequest,
                  stream: DeltaStream, *, response_id: str,
-                 parser: ToolCallStreamParser | None,
-                 received_unix_ms: float, received_perf: float, admission_ms: float,
-                 render_ms: float,
+                 parser: ToolCallStreamParser | None, clock: TurnClock,
+                 span: Span | None = None,
                  on_done: Callable[[Turn, TurnDone], None] | None = None) -> None:
         self.hub = hub
         self.transport = transport
@@ -70,16 +76,17 @@ class Turn:
         self.generated_ids: list[int] = []
         self._parser = parser
         self.text_only = parser is None  # no tool call can come
-        self._received_unix_ms = received_unix_ms
-        self._received_perf = received_perf
-        self._admission_ms = admission_ms
-        self._render_ms = render_ms
-        self._first_perf: float | None = None
+        self.clock = clock
+        self.span = span  # the turn's root span, when the server traces
+        self._engine_timing: Timing | None = None
+        self._spec: SpecStats | None = None
+        self._sentence = SentenceWatch()
         self._on_done = on_done
         self._stream = stream  # from Engine.generate(request), already validated
         self._finished = False  # the engine sent its final delta (or failed)
         self._closed = False
         self._cancel_requested = False
+        self._stamped = False
         self.done: TurnDone | None = None
 
     # -- control ---------------------------------------------------------------------------
@@ -118,15 +125,10 @@ class Turn:
                     self.completion_tokens += len(d.token_ids)
                     self.generated_ids.extend(d.token_ids)
                 if d.text:
-                    if self._parser is None:
-                        evs: list[ParseEvent] = [TextDelta(d.text)]
-                        text_parts.append(d.text)
-                    else:  # may hold back text that could open a tool call
-                        evs = self._parser.feed(d.text)
-                        for ev in evs:
-                            _collect(ev, text_parts, calls)
-                    if evs and self._first_perf is None:
-                        self._first_perf = time.perf_counter()  # first output handed over
+                    # the parser may hold back text that could open a tool call
+                    evs: list[ParseEvent] = [TextDelta(d.text)] if self._parser is None \
+                        else self._parser.feed(d.text)
+                    self._observe(evs, text_parts, calls)
                     for ev in evs:
                         yield ev
                 if d.finished:
@@ -136,9 +138,12 @@ class Turn:
             error = engine_error(e)
         self._finished = True
         if self._parser is not None and error is None:
-            for ev in self._parser.finish():
-                _collect(ev, text_parts, calls)
+            evs = self._parser.finish()
+            self._observe(evs, text_parts, calls)
+            for ev in evs:
                 yield ev
+        if self._sentence.finish():  # the turn ended right after a terminator
+            self.clock.first_sentence = time.perf_counter()
         if error is None and final is None:
             reason = FINISH_CANCELLED  # the engine ended the stream without a final delta
         elif error is None:
@@ -157,46 +162,72 @@ class Turn:
 
     # -- bookkeeping -----------------------------------------------------------------------
 
+    def _observe(self, evs: list[ParseEvent], text_parts: list[str],
+                 calls: list[CallRecord]) -> None:
+        """Collect the turn's text and calls, and mark its voice moments on the clock: first
+        output, first spoken sentence, each tool call's start and parsed end."""
+        if not evs:
+            return
+        clock, now = self.clock, time.perf_counter()
+        if clock.first_output is None:
+            clock.first_output = now
+        for ev in evs:
+            if isinstance(ev, TextDelta):
+                text_parts.append(ev.text)
+                if self._sentence.feed(ev.text):
+                    clock.first_sentence = now
+            elif isinstance(ev, ToolCallStarted):
+                clock.calls.append((ev.name, now, now))
+            elif isinstance(ev, ToolCallDone):
+                calls.append(CallRecord(ev.call_id, ev.name, ev.arguments_json))
+                if clock.calls:
+                    name, start, _ = clock.calls[-1]
+                    clock.calls[-1] = (name, start, now)
+                if clock.first_call_done is None:
+                    clock.first_call_done = now
+
     def _make_done(self, reason: str, final: Delta | None, error: Any, calls: list[CallRecord],
                    text: str) -> TurnDone:
         t = final.timing if final is not None and final.timing is not None else Timing(
             prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
-        now = time.perf_counter()
-        timing: dict[str, Any] = {
-            "server_received_unix_ms": round(self._received_unix_ms, 3),
-            "admission_ms": round(self._admission_ms, 3),
-            "render_ms": round(self._render_ms, 3),
-            "server_ttft_ms": None if self._first_perf is None
-            else round((self._first_perf - self._received_perf) * 1000, 3),
-            "server_e2e_ms": round((now - self._received_perf) * 1000, 3),
-        }
-        timing.update({k: (round(v, 3) if isinstance(v, float) else v)
-                       for k, v in t.as_dict().items()})
         spec = final.spec if final is not None else None
+        self._engine_timing, self._spec = t, spec
+        timing = timing_block(self.clock, t)
+        if self.span is not None and self.span.is_recording():
+            timing["trace_id"] = format(self.span.get_span_context().trace_id, "032x")
         block = {"request_id": self.request_id, "model": self.hub.engine.model_name,
                  "timing": timing, "spec": spec.as_dict() if spec is not None else None}
         usage = Usage(self.prompt_tokens, self.completion_tokens, t.cached_tokens)
         return TurnDone(reason, text, calls, usage, block, error)
 
+    def stamp(self, done: TurnDone) -> None:
+        """The transport is about to serialize `done`: close the server's E2E now. Idempotent;
+        `close()` stamps a turn whose transport never got to it (the client left)."""
+        if self._stamped:
+            return
+        self._stamped = True
+        stamp(done.turnspec["timing"], self.clock, time.perf_counter())
+
     def _log(self) -> None:
+        """Metrics and the turn's log line; its spans are built right after, on the loop,
+        so the terminal event goes out first."""
         d = self.done
         assert d is not None
-        tm = d.turnspec.get("timing", {})
-        self.hub.metrics.finished(self.transport, d.finish_reason, d.usage.prompt_tokens,
-                                  d.usage.cached_tokens, d.usage.completion_tokens)
-        if tm.get("server_ttft_ms") is not None:
-            self.hub.metrics.ttft.observe(tm["server_ttft_ms"] / 1000.0)
-        log.info("%s %s %s prompt=%d cached=%d completion=%d ttft_ms=%s e2e_ms=%.1f%s",
+        self.stamp(d)
+        tm = d.turnspec["timing"]
+        hub = self.hub
+        hub.metrics.finished(self.transport, d.finish_reason, tm, self._spec,
+                             (d.error.code or d.error.type) if d.error else None)
+        trace_id = tm.get("trace_id") or trace_id_of(self.request.trace)
+        log.info("%s %s %s prompt=%d cached=%d completion=%d ttft_ms=%s e2e_ms=%.1f%s%s",
                  self.transport, self.request_id, d.finish_reason, d.usage.prompt_tokens,
                  d.usage.cached_tokens, d.usage.completion_tokens, tm.get("server_ttft_ms"),
-                 tm.get("server_e2e_ms", 0.0), f" error={d.error.message}" if d.error else "")
-
-
-def _collect(ev: ParseEvent, text_parts: list[str], calls: list[CallRecord]) -> None:
-    if isinstance(ev, TextDelta):
-        text_parts.append(ev.text)
-    elif isinstance(ev, ToolCallDone):
-        calls.append(CallRecord(ev.call_id, ev.name, ev.arguments_json))
+                 tm["server_e2e_ms"], f" trace_id={trace_id}" if trace_id else "",
+                 f" error={d.error.message}" if d.error else "")
+        if self.span is not None and hub.tracer is not None:
+            asyncio.get_running_loop().call_soon(
+                hub.tracer.finish, self.span, self.clock, d, self._engine_timing, self._spec,
+                self.response_id)
 
 
 def engine_error(e: EngineError) -> ApiError:

@@ -95,7 +95,7 @@ class Sample:
 def copied_share(sample: Sample, n: int = 4) -> float:
     """Share of the response's tokens that lie in an n-token span also found in the prompt: how
     much of the target's answer is a copy from its context (a readback, a replayed tool result).
-    Run 6 drafted such answers worst (docs/notes/2026-11-30-drafter-run6-workload.md)."""
+    Earlier drafters drafted such answers worst (docs/history/notes/drafter-run6-workload.md)."""
     p = sample.prompt_len
     prompt, resp = sample.input_ids[:p], sample.input_ids[p:]
     grams = {prompt[i:i + n] for i in range(len(prompt) - n + 1)}
@@ -108,7 +108,7 @@ def copied_share(sample: Sample, n: int = 4) -> float:
 
 def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
     """A text file, through xz or gzip when its name ends in .xz / .gz (data committed to the
-    repo is xz: 3.0 MB for run 11's completions against 4.7 MB gzipped)."""
+    repo is xz: 3.0 MB for the seed-7 completions against 4.7 MB gzipped)."""
     p = Path(path)
     if p.suffix == ".xz":
         return lzma.open(p, mode, preset=9) if "w" in mode else lzma.open(p, mode)
@@ -204,10 +204,11 @@ class PackedSplit:
                 width_multiple: int = 1) -> Iterator[Batch]:
         """One epoch: shuffled batches of similar length, each as wide as its longest row
         rounded up to width_multiple columns (the padding carries no loss and sits after every
-        row's anchors). On CUDA each new width costs ~0.11 s once (run 17: the step time fits
+        row's anchors). On CUDA each new width costs ~0.11 s once (the H200 step time fits
         0.22 s + 0.11 s per width not seen before; SDPA's cuDNN kernels are planned per shape),
-        ~855 widths and ~97 s of an 880 s budget; a multiple of 32 leaves at most 64, and run 18
-        ran 4.4-4.7 steps/s from its first 100 steps (run 17: ~3.0 there)."""
+        ~855 widths and ~97 s of an 880 s budget; a multiple of 32 leaves at most 64, and training
+        then ran 4.4-4.7 steps/s from its first 100 steps (~3.0 there before; notes
+        docs/history/notes/run17-fast-load.md, docs/history/notes/run18-lower-lr.md)."""
         if width_multiple < 1:
             raise ValueError(f"width_multiple: expected >= 1, got {width_multiple}")
         order = torch.randperm(len(self), generator=generator).tolist()

@@ -1,12 +1,13 @@
 """Training data loading across processes: parse the datagen JSONL in parallel, pack it once.
 
-Training used to read every record into a `Sample` (two int tuples per sequence), then pack
-the train split into padded tensors. On the H200 that took 131 s for run 16's 333,597
-sequences, single-threaded, with the GPU idle: ~16% of an 800 s budget. Here worker processes
-parse chunks of lines (JSON decoding is most of the cost) and hand back each chunk's train rows
-as padded int32 blocks, which the parent copies into the split; only the held-out records (a
-few thousand, for the evals) become `Sample`s. The packed result is the one
-`PackedSplit.build` gives for the same records, row for row (tests/speculator/test_data_load.py).
+Training used to read every record into a `Sample` (two int tuples per sequence), then pack the
+train split into padded tensors. On the H200 that took 131 s for 333,597 sequences,
+single-threaded, with the GPU idle: ~16% of an 800 s budget
+(docs/history/notes/run17-fast-load.md). Here worker processes parse chunks of lines (JSON
+decoding is most of the cost) and hand back each chunk's train rows as padded int32 blocks,
+which the parent copies into the split; only the held-out records (a few thousand, for the
+evals) become `Sample`s. The packed result is the one `PackedSplit.build` gives for the same
+records, row for row (tests/speculator/test_data_load.py).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class TrainData:
     def train_rows(self, rows: list[int]) -> list[Sample]:
         """Packed train rows back as Samples, cut at max_len as they were trained on (the
         final "train-sample" eval: rows spread over what was trained, after the source filter
-        and the >= 2 response tokens rule; before 2026-12-01 it spread over every train record)."""
+        and the >= 2 response tokens rule; it used to spread over every train record)."""
         out = []
         for i in rows:
             n = self.train.lengths[i]

@@ -49,7 +49,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     readback keeps its call's) starting at shard, rendering only those, so N datagen
     processes on one GPU split the work without overlap and each holds whole calls: turn k+1's
     prompt extends turn k's, and only a shard that answers both reuses that prefill. (Sharding
-    by prompt, before 2026-12-01, cached 20-23% of prompt tokens per shard on the H200.)
+    by prompt, the earlier way, cached 20-23% of prompt tokens per shard on the H200.)
     part / num_parts: within the shard, keep every num_parts-th of its conversations starting
     at part (the same round robin, one level down), so a datagen can answer part 0 while it
     renders the rest; the parts of a shard partition its items.
@@ -64,8 +64,9 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     workload: the workload version whose train goals the tool conversations draw from
     (catalog.WORKLOADS; the held-out ones are the same in every version).
     keep: render only the prompts whose id it accepts (rebuilding packed responses).
-    Each shard builds only its own conversations (run 17's shards built all of them: 50-59 s
-    each on the H200 host beside six rebuilds; dev box 12.0 -> 10.0 s). That assumes every
+    Each shard builds only its own conversations (when every shard built all of them: 50-59 s
+    each on the H200 host beside six rebuilds; dev box 12.0 -> 10.0 s;
+    docs/history/notes/run17-fast-load.md). That assumes every
     conversation gives at least one prompt, so that its first appearance comes in index order;
     a built one that gives none raises.
     """

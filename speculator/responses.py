@@ -3,7 +3,7 @@
 A datagen folder is mostly prompt tokens (a ~1,000-token system prompt with tools, then the
 call so far, for ~75 response tokens), and prompts are deterministic: the workload generator
 and the chat template give them back from the datagen arguments. So `pack` keeps just the
-target's completions plus a hash of each prompt (the 2026-11-30 run: 3.6M response tokens, a
+target's completions plus a hash of each prompt (one GPU session's 3.6M response tokens: a
 few MB gzipped, small enough for the GPU machine's transfers), and `unpack` rebuilds the full
 samples elsewhere without running the target again. Data then adds up across GPU sessions.
 The prompt hash makes a workload or chat-template change an error, never silent mismatch.

@@ -83,7 +83,7 @@ def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9
     sequences (turns). tau is a ratio dominated by a few long predictable answers (a reply the
     target loops on to max_tokens drafts ~14 tokens a step, a short confirmation ~2), so a
     handful of turns says little: on 16 held-out tool turns the 90% interval spans ~3.4..6.7
-    (docs/notes/2026-12-01-online-offline-tau.md). Seeded, so a report is reproducible."""
+    (docs/history/notes/online-offline-tau.md). Seeded, so a report is reproducible."""
     if len(tokens) != len(steps):
         raise ValueError(f"tau_interval: {len(tokens)} token counts but {len(steps)} step counts; "
                          "expected one of each per sequence")

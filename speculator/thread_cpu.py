@@ -1,8 +1,9 @@
 """Where a process's CPU time goes, by thread (Linux /proc), for datagen's last line.
 
-Run 18's datagen shards each kept ~2.3 of the H200 host's 16 cores busy while they decoded
-(`host-top.txt`), six of them 85% of the host, and run 15 saw rebuilds beside them cut each
-shard's tok/s by a quarter: the host's CPU bounds datagen. A datagen shard steps its engine on
+Datagen shards each kept ~2.3 of the H200 host's 16 cores busy while they decoded
+(`host-top.txt`), six of them 85% of the host, and rebuilds beside them cut each shard's tok/s
+by a quarter: the host's CPU bounds datagen (docs/history/notes/run18-lower-lr.md,
+docs/history/notes/run15-goal-dose.md). A datagen shard steps its engine on
 the main thread (`LocalEngine.generate_stream`), which can use one core; this says what the
 other threads (torch's intra-op pool, the CUDA driver's, the tokenizer's) do with the rest: a
 pool of similar busy threads reads as spinning workers, one busy thread as a driver's.

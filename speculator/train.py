@@ -1,4 +1,4 @@
-"""Train a DFlash drafter on target-generated data (reference/dflash.md §2).
+"""Train a DFlash drafter on target-generated data (docs/dflash.md §5).
 
 The run: setup (target, packed data, drafter, warm start or resume) -> steps (one step's math
 is `train_step.py`: frozen target features, random anchors re-drawn every time a sequence is
@@ -43,8 +43,9 @@ from turnspec.speculator.train_step import StepMetrics, StepPhases, StepSpec, tr
 
 # With a time budget the step total (and so the warmup, a share of it) is only known once the
 # step rate is: the first log point comes after this many steps of a run, whatever log_every
-# says. Before, it came at log_every: run 10 (H200) spent its first 100 of 2,612 steps at
-# lr ~3e-6, its warmup sized for the 558,800 steps of `--epochs 200`, then jumped to the peak.
+# says. Before, it came at log_every: an H200 run spent its first 100 of 2,612 steps at
+# lr ~3e-6, its warmup sized for the 558,800 steps of `--epochs 200`, then jumped to the peak
+# (docs/history/notes/run11-soft-labels.md).
 _FIRST_FIT = 20
 
 def train(cfg: TrainConfig) -> dict:
@@ -75,7 +76,8 @@ def fit_total(step: int, elapsed_s: float, budget_s: float, per_step_s: float,
 
     Refitted at every log point from the latest window's rate, up as well as down: slow first
     steps (warm-up, another job on the same GPU that later finishes) must not shrink the run
-    for good (the 2026-11-29 H200 run stopped at 499 s of a 980 s budget that way)."""
+    for good (an early H200 run stopped at 499 s of a 980 s budget that way;
+    docs/history/notes/drafter-run2-and-cpu-spec.md)."""
     cap = step + int(max(0.0, budget_s - elapsed_s) / max(per_step_s, 1e-9))
     return max(step, min(planned, cap))
 
@@ -208,11 +210,13 @@ class _Run:
         m.update(step=st["step"], lr=round(lr, 7), elapsed_s=round(st["elapsed_s"], 1),
                  tokens_per_s=round(window[1] / dt), steps_per_s=round(steps / dt, 2),
                  # this process's CPU seconds per wall second, and the host's 1-minute load
-                 # (run 17: 1.0 throughout, the host idle otherwise, the first steps still slow)
+                 # (on the H200: 1.0 throughout, the host idle otherwise, the first steps still
+                 # slow; docs/history/notes/run17-fast-load.md)
                  host_cpu=round((time.process_time() - window[3]) / dt, 2),
                  load1=round(os.getloadavg()[0], 1))
         if self.amp:
-            # runs 12-15 started slow while the GPU's memory in use swung 52-136 GB: the caching
+            # training started slow while the GPU's memory in use swung 52-136 GB (notes
+            # docs/history/notes/run15-goal-dose.md): the caching
             # allocator freeing everything and retrying at the cap would show here
             mem = torch.cuda.memory_stats(self.device)
             m.update(alloc_retries=mem.get("num_alloc_retries", 0),

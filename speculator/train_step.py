@@ -1,4 +1,4 @@
-"""One drafter training step (reference/dflash.md §2) and its on-device metrics.
+"""One drafter training step (docs/dflash.md §5) and its on-device metrics.
 
 A batch of whole sequences -> frozen target features (and, with soft labels, the target's
 top-k distribution over each response) -> random anchors per sequence -> all blocks in one
@@ -104,7 +104,7 @@ def train_step(drafter: DFlashDrafter, target: FrozenTarget, split: PackedSplit,
         if phases is not None:
             phases.mark("target")
         h = drafter.forward_train(taps, target.embed(blocks), anchors)    # [b, N, B, H]
-        # The LM head only where a slot carries loss: on run 12's lengths ~40% of the
+        # The LM head only where a slot carries loss: on typical datagen lengths ~40% of the
         # [b, N, B-1] slots do not (anchors past a short response, slots past its end), and
         # the head ([..., 576] x [576, 49152]) is most of a step's FLOPs. One host sync.
         sel = ok.nonzero(as_tuple=True)                                   # M slots

@@ -9,7 +9,7 @@
 
 Plain decoding is the block of one: `fill_mask(bitmask, 0)`, sample, `accept(token)`.
 Compiled grammars are cached by (tool-set hash, mode, function name, format, parallel); a cold
-compile for SmolLM2's 49k vocabulary costs milliseconds (see bench_mask.py), so the server should
+compile for SmolLM2's 49k vocabulary costs milliseconds (benchmarks/mask.py), so the server should
 compile before the request reaches the engine step loop.
 """
 

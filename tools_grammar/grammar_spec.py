@@ -59,7 +59,7 @@ class OutputBounds:
     """Limits the grammar adds where a tool's schema sets none, so every call ends within a
     bounded number of tokens. Without them a small model that starts repeating inside a string
     ("book_tabl_2_2_2...") or a number never closes it, and max_tokens cuts the call in half:
-    SmolLM2-135M, greedy, required mode, broke 2 of 6 held-out calls that way (eval_calls.py,
+    SmolLM2-135M, greedy, required mode, broke 2 of 6 held-out calls that way (the tool-call bench,
     96 new tokens). Bounds only narrow the grammar, so every output still validates."""
 
     max_string_chars: int = 64

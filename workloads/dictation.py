@@ -5,7 +5,7 @@ capable agent's answer repeats what the caller just said. For a speculative draf
 are copies that cannot be memorised: the details are random per call (names, spelled codes,
 digit strings, addresses, dates). A drafter trained on the scripted calls alone was weakest
 exactly on copies: on held-out tool turns whose answer is mostly copied from the prompt it
-reached τ 2.45 against 4.50 on new text (docs/notes/2026-11-30-drafter-run6-workload.md).
+reached τ 2.45 against 4.50 on new text (docs/history/notes/drafter-run6-workload.md).
 
 What SmolLM2-135M actually answers (6 prompts tried on the CPU): rarely the details; more
 often it replays an earlier tool call or tool response of the same call verbatim, or

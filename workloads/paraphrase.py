@@ -4,9 +4,9 @@ Each scenario scripts its agent replies with one or two phrasings, so across tho
 generated calls the same sentences recur. A drafter trained on the target's answers to those
 calls learns the sentences by heart instead of learning to copy from the context, and then
 fails on the unseen scenarios, where the target copies lines it never saw in training
-(docs/benchmarks.md, "What tau >= 6 would take"). `vary` rewrites a line with interchangeable
-phrases, so a given sentence rarely recurs across calls while staying natural and keeping every
-value (names, dates, amounts, ids) exactly as the script wrote it.
+(docs/history/benchmarks-logbook.md, "What τ ≥ 6 would take"). `vary` rewrites a line with
+interchangeable phrases, so a given sentence rarely recurs across calls while staying natural
+and keeping every value (names, dates, amounts, ids) exactly as the script wrote it.
 """
 
 from __future__ import annotations

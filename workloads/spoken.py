@@ -195,7 +195,8 @@ def long_date(when: date) -> str:
 
 
 def spoken_date(iso: str) -> str:
-    """"2026-12-05" -> "December fifth", for the assistant's replies."""
+    """An ISO date (YYYY-MM-DD) -> the month and spoken ordinal day ("December fifth"), for the
+    assistant's replies."""
     when = date.fromisoformat(iso)
     return f"{_MONTHS[when.month - 1].title()} {ordinal(when.day)}"
 

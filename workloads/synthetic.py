@@ -5,7 +5,7 @@ and result keys recur in every call, so a drafter trained on the target's answer
 memorise those strings instead of learning to read them off the context. A drafter trained on
 them alone did exactly that: on held-out turns where SmolLM2 replays an unseen tool's
 `<tool_response>` (`{"status":"active","monthly_payment":90.5}`) it drafted train-set keys and
-reached τ 2.45, against 4.50 on new text (docs/notes/2026-11-30-drafter-run6-workload.md).
+reached τ 2.45, against 4.50 on new text (docs/history/notes/drafter-run6-workload.md).
 
 Here every call gets its own tools (`verb_noun` names from word lists, arguments of seven kinds,
 results with random keys and values, made-up product and brand words), so whatever the target

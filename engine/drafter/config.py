@@ -1,7 +1,7 @@
 """DFlash drafter configuration and its z-lab/SGLang `config.json` form.
 
 The drafter is a stack of Qwen3-style layers at the target's hidden size, conditioned on the
-outputs of K target layers (reference/dflash.md §1, §3). One frozen dataclass holds every shape
+outputs of K target layers (docs/dflash.md §1, §4). One frozen dataclass holds every shape
 the model, the trainer and the engine need; it is parsed once at the edge (`from_hf_dict`,
 `for_target`) and validated here.
 """

@@ -1,4 +1,4 @@
-"""The drafter folder in the z-lab / SGLang DFlash layout: read, load, save (docs/dflash.md).
+"""The drafter folder in the z-lab / SGLang DFlash layout: read, load, save (docs/dflash.md §4).
 
 A drafter folder holds `config.json` (`architectures: ["DFlashDraftModel"]`, `model_type:
 "qwen3"`, `dflash_config.{mask_token_id, target_layer_ids}`, ...) and `model.safetensors` with

@@ -1,4 +1,4 @@
-"""The DFlash drafter (reference/dflash.md §1, §6; z-lab `DFlashDraftModel`).
+"""The DFlash drafter (docs/dflash.md §1, §4; z-lab `DFlashDraftModel`).
 
 Qwen3-style layers (pre-RMSNorm, GQA attention with per-head q_norm/k_norm, RoPE, SwiGLU) at
 the target's hidden size. Target features enter as extra keys/values in every layer:

@@ -37,7 +37,7 @@ class LocalEngineConfig:
     # CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with its length there), 0 on CUDA
     spec_min_confidence: float | None = None
     # prompt-lookup drafts where the drafter expects little (spec_step.py, ngram.py); None: on
-    # on CPU (measured there, docs/benchmarks.md), off on CUDA (not measured there yet)
+    # on CPU (measured there, docs/history/notes/cpu-spec-step.md), off on CUDA (not measured yet)
     spec_lookup: bool | None = None
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)

@@ -43,7 +43,7 @@ from turnspec.engine.protocol import (
 log = logging.getLogger("turnspec.engine")
 
 # Confidence-truncated verify on CPU (spec_step.py): a draft is verified while the drafter's
-# cumulative probability stays >= this (docs/notes/2026-11-30-cpu-spec-step.md).
+# cumulative probability stays >= this (docs/history/notes/cpu-spec-step.md).
 CPU_SPEC_MIN_CONFIDENCE = 0.1
 
 
@@ -106,9 +106,9 @@ class EngineCore:
             if cfg.spec_block_size and cfg.spec_block_size > trained:
                 raise ValueError(f"spec_block_size={cfg.spec_block_size}: the drafter was trained with "
                                  f"block size {trained}; serve at most that (DFlash paper, Table 8)")
-            # the trained block on CPU too: B=8 led there (2026-11-29) until confidence-truncated
-            # verify (spec_step.py) made a long block cost only what the drafter is sure of;
-            # since then B=16 leads (docs/benchmarks.md, bench spec 2026-12-02: 2.12x vs 2.00x)
+            # the trained block on CPU too: B=8 led there until confidence-truncated verify
+            # (spec_step.py) made a long block cost only what the drafter is sure of; since then
+            # B=16 leads (2.12x vs 2.00x; docs/history/notes/cpu-policy-backoff.md)
             self.spec_block = cfg.spec_block_size or trained
         on_cpu = device.type == "cpu"  # where a verify's cost grows with its length
         self.policy = SpecPolicy(
@@ -210,7 +210,7 @@ class EngineCore:
             self.policy.record_step(speculative, time.perf_counter() - t_run)
         overhead = (time.perf_counter() - t0) - (self.runner.forward_seconds - fwd0)
         for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
-            seq.timing.host_overhead_ms += overhead * 1000.0
+            seq.timing.engine_host_ms += overhead * 1000.0
             deltas.append(self._postprocess(seq, toks, adv, batch.kind == "prefill"))
         return deltas
 

@@ -1,11 +1,11 @@
 """The drafter's context K/V for newly committed tokens: every layer in one GEMM.
 
 Each committed token adds one context row per drafter layer: k = RoPE(k_norm(k_proj(ctx))),
-v = v_proj(ctx) (`DFlashDrafter.context_kv`, speculator/model.py). Layer by layer that is 8
+v = v_proj(ctx) (`DFlashDrafter.context_kv`, engine/drafter/model.py). Layer by layer that is 8
 small GEMMs, 4 norms and 4 RoPE passes per step for a handful of rows, in every step, spec or
 paused. Here the k/v weights of all layers are stacked into one matrix, so a step runs one GEMM,
-one norm and one RoPE over all layers. Dev EPYC, 2026-11-30, one process, 12 held-out tool
-turns at B=8: `store_context` 2.04 -> 1.69 ms a call (docs/notes/2026-11-30-cpu-draft-path.md).
+one norm and one RoPE over all layers. Dev AMD EPYC, one process, 12 held-out tool turns at
+B=8: `store_context` 2.04 -> 1.69 ms a call (docs/history/notes/cpu-draft-path.md).
 
 Same arithmetic per element as the layer-by-layer path (a GEMM's accumulation order may differ
 in the last bit); context rows only shape drafts, which the target verifies, so output is

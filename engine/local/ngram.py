@@ -3,11 +3,12 @@ the sequence's last n tokens (n from `ngram_max` down to `ngram_min`).
 
 Why beside the DFlash drafter: voice agents repeat their context (a confirmation read back, an
 earlier agent line paraphrased, a tool result spoken), and the drafter has learned to copy only
-in the shapes it was trained on; on run 5's worst held-out turns it commits one token per step
+in the shapes it was trained on; on its worst held-out turns it committed one token per step
 through a sentence that stands verbatim three messages up. The spec step takes this
 continuation instead of the drafter's block when the drafter expects little of its own block
-(spec_step.py). Drafts are proposals either way: the target verifies them, so output is
-unchanged. Host-side: one backwards scan for the last token, then an n-gram check per hit.
+(spec_step.py; docs/history/notes/cpu-spec-step.md). Drafts are proposals either way: the
+target verifies them, so output is unchanged. Host-side: one backwards scan for the last token,
+then an n-gram check per hit.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ class Sequence:
         seq = cls(request=request, detok=detok, stop_ids=stop_ids,
                   token_ids=list(request.prompt_token_ids),
                   prompt_len=len(request.prompt_token_ids), spec_block=spec_block)
-        seq.t_received = time.perf_counter()
+        seq.t_received = seq.timing.accepted_at = time.perf_counter()
         seq.timing.received_unix_ms = time.time() * 1000.0
         seq.timing.prompt_tokens = seq.prompt_len
         s = request.sampling

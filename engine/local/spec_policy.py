@@ -38,13 +38,14 @@ class SpecPolicy:
     ema_alpha: float = 0.3         # weight of the newest spec step in a sequence's tau EMA
     # plain steps after the first unprofitable verdict. 1, not 4: a tool turn's misses are
     # short, and a first pause of 4 cost tool turns 6% against always-on speculation; with 1
-    # the two are level and generic turns keep adaptive's gain (docs/benchmarks.md, bench spec
-    # 2026-12-02, CPU). Misses that run on still double the pause up to max_backoff.
+    # the two are level and generic turns keep adaptive's gain (bench spec on CPU;
+    # docs/history/notes/cpu-policy-backoff.md). Misses that run on still double the pause up
+    # to max_backoff.
     min_backoff: int = 1
     # pause while the EMA is below pause_below x the price, not at break-even (1): on tool turns
     # a pause near break-even cost 1.5-5% against always-on speculation, while 0.75 kept level
-    # with it and kept generic turns' gain (+4.7%; scripts/analysis/policy_ab.py, run-21
-    # drafter, CPU, 2026-12-02: docs/benchmarks.md).
+    # with it and kept generic turns' gain (+4.7%; scripts/analysis/policy_ab.py on CPU:
+    # docs/history/notes/pause-below.md).
     pause_below: float = 0.75
     max_backoff: int = 64
     min_confidence: float = 0.0    # verify drafts while their cumulative probability >= this

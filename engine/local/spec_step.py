@@ -9,7 +9,7 @@
 
 Lossless: every committed y_k was chosen by the target from the exact prefix it would have
 seen decoding one token at a time, so greedy output is identical and sampled output has the
-target's distribution (the drafter is deterministic; see reference/dflash.md §1).
+target's distribution (the drafter is deterministic; see docs/dflash.md §2).
 Per-request block sizes: drafts past a row's block are replaced by -1, which never matches.
 Rows the policy has paused (spec_policy.py) ride along with block 1: a plain step for them.
 Confidence-truncated verify (policy.min_confidence > 0): a row verifies only the drafts whose
@@ -26,6 +26,8 @@ instead (ngram.py), when there is one: copies from the context that the drafter 
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from turnspec.engine.local.grammar_mask import mask_block
@@ -38,8 +40,8 @@ from turnspec.kernels.dflash_accept import dflash_accept
 
 # A lookup continuation whose first tokens are the drafter's own first drafts is taken even when
 # the drafter is confident, if it runs longer: the drafter agrees with the copy, so the copy's
-# tail is likely right too. 2 was best of 1-2 on run 7's seed-3 held-out turns (offline replay,
-# B=16: τ 5.36 -> 5.58), and held on seed 4 (5.08 -> 5.24); notes 2026-11-30-drafter-run7.
+# tail is likely right too. 2 was best of 1-2 on seed-3 held-out turns (offline replay, B=16:
+# τ 5.36 -> 5.58), and held on seed 4 (5.08 -> 5.24); docs/history/notes/drafter-run7-synthetic.md.
 LOOKUP_AGREE = 2
 
 
@@ -89,6 +91,7 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
     packed = torch.cat([accept_len.to(torch.int64).unsqueeze(1), target], dim=1).tolist()  # sync #2
 
     # commit
+    now = time.perf_counter()
     new_tokens, advance, ctx_items = [], [], []
     for r, (seq, row) in enumerate(zip(seqs, packed, strict=True)):
         a = row[0]
@@ -98,9 +101,7 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
         if not spec_rows[r]:
             policy.after_plain_step(seq)
             continue
-        seq.spec.verify_steps += 1
-        seq.spec.accepted_tokens += a
-        seq.spec.committed_tokens += a + 1
+        seq.spec.add_step(a + 1, now if seq.request.trace_steps else None)
         policy.after_spec_step(seq, a + 1)
     if out.taps is not None:
         runner.store_context(ctx_items, out.taps)

@@ -2,11 +2,11 @@
 
 Decode (one row a sequence), small batches and speculative verify blocks run the model's
 linears at 1-32 rows, where the fastest backend depends on the CPU, not only on the shapes. On
-the dev AMD EPYC (2026-11-30, 2 threads) oneDNN's prepacked GEMM beat MKL's packed one at one
+the dev AMD EPYC (2 threads) oneDNN's prepacked GEMM beat MKL's packed one at one
 row (SmolLM2's 30 layers 10.8 vs 17.7 ms, its LM head 2.7 vs 4.0) and torch's `F.linear` was
-slowest (LM head 10.1 ms); on an Intel Xeon with AMX (2026-12-01, 2 threads) the 30 layers and
+slowest (LM head 10.1 ms); on an Intel Xeon with AMX (2 threads) the 30 layers and
 the head at one row take 41.7 ms through oneDNN, 27.8 MKL packed and 25.4 `F.linear`
-(`docs/notes/2026-12-01-cpu-gemm-plan.md`). The plan fixed on the first cost the second a fifth
+(`docs/history/notes/cpu-gemm-plan.md`). The plan fixed on the first cost the second a fifth
 of its decode speed, so `pack_linears` times the candidates on the model's own weights at load
 (about a second) and keeps the fastest per row bucket. The plan is cached per process by the
 shapes timed and the thread count, so every engine over the same model in one process computes
@@ -14,7 +14,7 @@ with the same backends (greedy outputs cannot differ between two of them by back
 
 A packed backend replaces torch's own `F.linear` in a bucket only when it is at least
 `MARGIN` faster there. Where the three are within a few percent the plain argmin was noise: on
-the Intel box (2026-12-02) it gave a different plan in each of four benchmark processes (4 rows
+the Intel box it gave a different plan in each of four benchmark processes (4 rows
 oneDNN in one, torch in the next; 16 rows MKL packed or torch), moving the no-spec baseline of
 `bench spec` with it. Clear wins still count (there, oneDNN at 8 rows by 10-14%).
 """

@@ -5,10 +5,10 @@
   unless a packed one is clearly faster).
   oneDNN, with its own blocked weight layout, is called on dense activations
   (`mkldnn._linear_pointwise`: no per-call conversion of the input and output to oneDNN
-  tensors, which cost ~3.5 ms a verify step over the 121 linears). Dev EPYC,
-  2026-11-30, quiet, the 30 layers' linears summed (30 distinct weights, cold caches): M=1
+  tensors, which cost ~3.5 ms a verify step over the 121 linears). Dev AMD EPYC,
+  quiet, the 30 layers' linears summed (30 distinct weights, cold caches): M=1
   10.8 ms vs 17.7 MKL packed, M=8 18.6 vs 37.7; the 49152x576 LM head M=1 2.7 vs 4.0 ms,
-  M=8 4.3 vs 11.5 (docs/notes/2026-11-30-cpu-spec-step.md).
+  M=8 4.3 vs 11.5 (docs/history/notes/cpu-spec-step.md).
 - M > 32 (prefill): MKL's packed-weight GEMM (what Inductor's CPU freezing uses); at prefill
   sizes oneDNN is no better.
 Results match F.linear to ~1e-5 (accumulation order); no backend here is bitwise independent
@@ -163,7 +163,8 @@ def bf16_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None
 
 class Bf16PackedLinear(nn.Module):
     """A frozen bf16 nn.Linear on a CPU with native bf16, its weight prepacked for oneDNN: the
-    drafter's linears (dev EPYC, 2026-11-30: the 4-layer block pass at B=8 3.95 -> 3.33 ms)."""
+    drafter's linears (dev AMD EPYC: the 4-layer block pass at B=8 3.95 -> 3.33 ms;
+    docs/history/notes/cpu-spec-step.md)."""
 
     def __init__(self, linear: nn.Linear, batch_hint: int = 8) -> None:
         super().__init__()

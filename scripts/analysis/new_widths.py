@@ -5,8 +5,8 @@ usage: python scripts/analysis/new_widths.py SAMPLES.jsonl [--sequences 325000] 
 Draws --sequences lengths from the train samples of a rebuilt seed (`turnspec speculator
 unpack-responses ... --out DIR`, then DIR/samples.jsonl), plans one epoch with
 `PackedSplit.batches` itself (64 rows a batch, the trainer's seed 0), and prints the widths not
-seen before per 100 steps. Run 17's step times fit 0.22 s + 0.11 s per new width
-(docs/notes/2026-12-01-run17-fast-load.md).
+seen before per 100 steps. H200 step times fit 0.22 s + 0.11 s per new width
+(docs/history/notes/run17-fast-load.md).
 """
 
 from __future__ import annotations

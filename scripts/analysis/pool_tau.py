@@ -4,12 +4,11 @@ usage: python scripts/analysis/pool_tau.py EVAL.json [EVAL.json ...] [--split to
            [--json OUT]
 
 τ pooled = the sets' tokens over their verify steps (not a mean of per-set τ). Its 90%
-interval: a bootstrap over every turn of every set when each JSON carries per-turn `rows`
-(evals since 2026-12-02, twenty-first session); for older JSONs, from the per-set intervals
-as independent estimates, weighted by steps (half-width sqrt(sum((w_i * h_i)^2)), the delta
-method for a ratio of sums), marked "approx".
-e.g. the run-22 figures of docs/benchmarks.md:
-  python scripts/analysis/pool_tau.py docs/gpu-runs/2026-12-02-drafter-run22/tau_main_heldout-seed{7..14}.json
+interval: a bootstrap over every turn of every set when each JSON carries per-turn `rows`;
+for older JSONs, from the per-set intervals as independent estimates, weighted by steps
+(half-width sqrt(sum((w_i * h_i)^2)), the delta method for a ratio of sums), marked "approx".
+e.g. the default drafter's pooled τ (docs/benchmarks.md, "The default drafter", names RUN):
+  python scripts/analysis/pool_tau.py docs/gpu-runs/RUN/tau_main_heldout-seed{7..14}.json
 """
 
 from __future__ import annotations

@@ -224,6 +224,6 @@ touch runs/pipeline.done
 # Runs 5 and 6 ran out of device time inside this bench (transformers peers + warm pass, ~400+ s):
 # the GPU figure that matters here is our own spec vs no spec, so the peers stay on the CPU bench.
 # always: the paper's tau (every step speculates); adaptive: what serving runs (its tau is over
-# the steps it chose, docs/notes/2026-12-01-online-offline-tau.md).
+# the steps it chose, docs/history/notes/online-offline-tau.md).
 ts bench spec --data runs/bench-heldout.jsonl --device $DEV --speculator $D --blocks 16 --policies always,adaptive --lookups off,on --n 8 --no-transformers --json runs/out/bench_spec_gpu.json
 touch runs/bench.done

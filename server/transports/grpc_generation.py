@@ -22,6 +22,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
 from turnspec.server.proto.turnspec.v1 import generation_pb2_grpc as pb_grpc
 from turnspec.server.session import Session, TurnRequest
+from turnspec.server.timing import now_us
 from turnspec.tools_grammar.parser import (
     TextDelta,
     ToolCallArgumentsDelta,
@@ -110,7 +111,8 @@ def _message(m: pb.Message) -> dict[str, Any]:
 
 def complete_message(done: TurnDone) -> pb.Complete:
     t = done.turnspec.get("timing", {})
-    timing = pb.Timing(**{k: (v or 0) for k, v in t.items() if k in pb.Timing.DESCRIPTOR.fields_by_name})
+    fields = pb.Timing.DESCRIPTOR.fields_by_name
+    timing = pb.Timing(**{k: v for k, v in t.items() if k in fields and v is not None})
     c = pb.Complete(finish_reason=done.finish_reason, timing=timing,
                     model=done.turnspec.get("model", ""))
     spec = done.turnspec.get("spec")
@@ -143,33 +145,32 @@ class GenerationService(pb_grpc.GenerationServicer):
         rid = turn.request_id
         try:
             async for ev in turn.events():
-                usage = pb.Usage(prompt_tokens=turn.prompt_tokens,
-                                 completion_tokens=turn.completion_tokens)
+                out = pb.GenerateResponse(request_id=rid, usage=pb.Usage(
+                    prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens))
                 if isinstance(ev, TextDelta):
-                    yield pb.GenerateResponse(request_id=rid, usage=usage,
-                                              delta=pb.TextDelta(text=ev.text))
+                    out.delta.text = ev.text
                 elif isinstance(ev, ToolCallArgumentsDelta):
-                    yield pb.GenerateResponse(request_id=rid, usage=usage, tool_call_delta=(
-                        pb.ToolCallDelta(index=ev.index, call_id=ev.call_id,
-                                         arguments_delta=ev.delta)))
+                    out.tool_call_delta.CopyFrom(pb.ToolCallDelta(
+                        index=ev.index, call_id=ev.call_id, arguments_delta=ev.delta))
                 elif isinstance(ev, ToolCallStarted):
-                    yield pb.GenerateResponse(request_id=rid, usage=usage, tool_call_delta=(
-                        pb.ToolCallDelta(index=ev.index, call_id=ev.call_id, name=ev.name)))
+                    out.tool_call_delta.CopyFrom(pb.ToolCallDelta(
+                        index=ev.index, call_id=ev.call_id, name=ev.name))
                 elif isinstance(ev, ToolCallDone):
-                    yield pb.GenerateResponse(request_id=rid, usage=usage, tool_call_delta=(
-                        pb.ToolCallDelta(index=ev.index, call_id=ev.call_id, name=ev.name,
-                                         done=True, arguments_json=ev.arguments_json)))
+                    out.tool_call_delta.CopyFrom(pb.ToolCallDelta(
+                        index=ev.index, call_id=ev.call_id, name=ev.name, done=True,
+                        arguments_json=ev.arguments_json))
                 elif isinstance(ev, ToolCallInvalid):
-                    yield pb.GenerateResponse(request_id=rid, usage=usage, tool_call_delta=(
-                        pb.ToolCallDelta(index=ev.index, call_id=ev.call_id, done=True,
-                                         error=ev.error)))
+                    out.tool_call_delta.CopyFrom(pb.ToolCallDelta(
+                        index=ev.index, call_id=ev.call_id, done=True, error=ev.error))
                 elif isinstance(ev, TurnDone):
                     if ev.error is not None:
                         await _abort(context, ev.error)
                         return
-                    usage.cached_tokens = ev.usage.cached_tokens
-                    yield pb.GenerateResponse(request_id=rid, usage=usage,
-                                              complete=complete_message(ev))
+                    out.usage.cached_tokens = ev.usage.cached_tokens
+                    turn.stamp(ev)
+                    out.complete.CopyFrom(complete_message(ev))
+                out.server_time_us = now_us()
+                yield out
         finally:
             await turn.close()
 

@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from turnspec.server.errors import ApiError
 from turnspec.server.events import TurnDone
@@ -19,6 +20,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session
 from turnspec.server.transports.openai_chat import ChunkWriter, completion_body, parse_chat_request
 from turnspec.server.transports.ws_responses import ResponsesSocket
+from turnspec.server.turn import Turn
 from turnspec.server.wire import dumps, error_payload, parse_json_object, trace_from
 from turnspec.tools_grammar.parser import (
     TextDelta,
@@ -64,8 +66,8 @@ async def _health(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    return web.Response(text=request.app[HUB_KEY].metrics_text(),
-                        content_type="text/plain", charset="utf-8")
+    return web.Response(body=request.app[HUB_KEY].metrics.render(),
+                        headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 async def _models(request: web.Request) -> web.Response:
@@ -107,17 +109,18 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
             assert done is not None
             if done.error is not None:
                 return error_response(done.error)
+            turn.stamp(done)
             return web.json_response(completion_body(chat_id, model, done))
-        return await _stream(request, turn.events(), ChunkWriter(chat_id, model), include_usage)
+        return await _stream(request, turn, ChunkWriter(chat_id, model), include_usage)
     finally:
         await turn.close()
 
 
-async def _stream(request: web.Request, events: Any, w: ChunkWriter,
+async def _stream(request: web.Request, turn: Turn, w: ChunkWriter,
                   include_usage: bool) -> web.StreamResponse:
     resp: web.StreamResponse | None = None
     head = ""  # headers and the role chunk go out with the first event, in one write
-    async for ev in events:
+    async for ev in turn.events():
         if resp is None:
             if isinstance(ev, TurnDone) and ev.error is not None:
                 return error_response(ev.error)  # failed before any output: a plain error
@@ -133,6 +136,7 @@ async def _stream(request: web.Request, events: Any, w: ChunkWriter,
         elif isinstance(ev, ToolCallDone):
             out = w.call_done(ev.index, ev.arguments_json) or ""
         elif isinstance(ev, TurnDone):
+            turn.stamp(ev)
             out = (f"data: {dumps(error_payload(ev.error))}\n\n" if ev.error is not None
                    else w.finish(ev, include_usage))
         else:

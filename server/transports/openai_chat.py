@@ -14,6 +14,7 @@ from turnspec.server.conversation import messages_from_chat
 from turnspec.server.errors import invalid
 from turnspec.server.events import CallRecord, TurnDone
 from turnspec.server.session import TurnRequest
+from turnspec.server.timing import now_us
 from turnspec.server.wire import (
     dumps,
     opt_bool,
@@ -87,34 +88,38 @@ def completion_body(chat_id: str, model: str, done: TurnDone) -> dict[str, Any]:
 
 
 class ChunkWriter:
-    """SSE `chat.completion.chunk` frames for one streamed completion."""
+    """SSE `chat.completion.chunk` frames for one streamed completion; each carries
+    `turnspec.t_us`, the server's wall clock (µs) when it was built."""
 
     def __init__(self, chat_id: str, model: str) -> None:
         head = (f'{{"id":{json.dumps(chat_id)},"object":"chat.completion.chunk",'
                 f'"created":{int(time.time())},"model":{json.dumps(model)},')
         self._head = "data: " + head
         self._delta = self._head + '"choices":[{"index":0,"delta":'
-        self._tail = ',"finish_reason":null}]}\n\n'
         self._args_sent: dict[int, str] = {}
 
+    @staticmethod
+    def _tail() -> str:
+        return ',"finish_reason":null}],"turnspec":{"t_us":' + str(now_us()) + "}}\n\n"
+
     def role(self) -> str:
-        return self._delta + '{"role":"assistant","content":""}' + self._tail
+        return self._delta + '{"role":"assistant","content":""}' + self._tail()
 
     def text(self, text: str) -> str:
         return self._delta + '{"content":' + json.dumps(text, ensure_ascii=False) + "}" \
-            + self._tail
+            + self._tail()
 
     def call_started(self, index: int, call_id: str, name: str) -> str:
         self._args_sent[index] = ""
         call = {"index": index, "id": call_id, "type": "function",
                 "function": {"name": name, "arguments": ""}}
-        return self._delta + '{"tool_calls":[' + dumps(call) + "]}" + self._tail
+        return self._delta + '{"tool_calls":[' + dumps(call) + "]}" + self._tail()
 
     def call_args(self, index: int, delta: str) -> str:
         self._args_sent[index] = self._args_sent.get(index, "") + delta
         return (self._delta + '{"tool_calls":[{"index":' + str(index)
                 + ',"function":{"arguments":' + json.dumps(delta, ensure_ascii=False)
-                + "}}]}" + self._tail)
+                + "}}]}" + self._tail())
 
     def call_done(self, index: int, arguments_json: str) -> str | None:
         """Send whatever part of the final arguments was not streamed (usually nothing)."""
@@ -124,9 +129,11 @@ class ChunkWriter:
         return self.call_args(index, arguments_json[len(sent):])
 
     def finish(self, done: TurnDone, include_usage: bool) -> str:
+        t_us = now_us()
         out = (self._head + '"choices":[{"index":0,"delta":{},"finish_reason":'
-               + json.dumps(done.finish_reason) + '}],"turnspec":' + dumps(done.turnspec)
-               + "}\n\n")
-        if include_usage:
+               + json.dumps(done.finish_reason) + '}],"turnspec":'
+               + dumps({**done.turnspec, "t_us": t_us}) + "}\n\n")
+        if include_usage:  # same write as the chunk above, so no timestamp of its own: the
+            # last chunk with a `turnspec` stays the one with the completion block
             out += self._head + '"choices":[],"usage":' + dumps(usage_dict(done)) + "}\n\n"
         return out + "data: [DONE]\n\n"

@@ -18,6 +18,7 @@ from turnspec.server.events import (
     TurnDone,
 )
 from turnspec.server.session import new_id
+from turnspec.server.timing import now_us
 from turnspec.server.wire import dumps
 from turnspec.tools_grammar.parser import (
     TextDelta,
@@ -47,7 +48,8 @@ class ResponseEmitter:
 
     async def _event(self, kind: str, **fields: Any) -> None:
         self._seq += 1
-        await self._send(dumps({"type": kind, "sequence_number": self._seq, **fields}))
+        await self._send(dumps({"type": kind, "sequence_number": self._seq, **fields,
+                                "turnspec": {"t_us": now_us()}}))
 
     def response(self, status: str, done: TurnDone | None = None) -> dict[str, Any]:
         r: dict[str, Any] = {
@@ -117,7 +119,8 @@ class ResponseEmitter:
             self._msg_text.append(ev.text)
             self._seq += 1
             await self._send(self._delta_head + str(self._seq) + ',"delta":'
-                             + json.dumps(ev.text, ensure_ascii=False) + "}")
+                             + json.dumps(ev.text, ensure_ascii=False)
+                             + ',"turnspec":{"t_us":' + str(now_us()) + "}}")
         elif isinstance(ev, ToolCallArgumentsDelta):
             item = self._calls.get(ev.index)
             if item is not None:

@@ -2,8 +2,8 @@
 `OpenAIResponsesLLMService(ws_url=...)` speaks.
 
 Client: `response.create` (fields at the top level, or nested under `response`),
-`response.cancel`. Server: `response.created`, `response.output_item.added`,
-`response.content_part.added`, `response.output_text.delta`/`.done`,
+`response.cancel`, and `ping` (answered `pong` at once, for a client's RTT).
+Server: `response.created`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`/`.done`,
 `response.content_part.done`, `response.function_call_arguments.delta`/`.done`,
 `response.output_item.done`, then one terminal event: `response.completed`;
 `response.incomplete` (max_output_tokens, or status "cancelled" after `response.cancel`:
@@ -11,7 +11,8 @@ pipecat drains until completed/failed/incomplete); `response.failed` (engine err
 input gets an `error` event (OpenAI shape, plus `status`) and the connection stays open.
 `previous_response_id` continues a turn this connection remembers; an unknown one gets
 code `previous_response_not_found`, on which pipecat resends the full context.
-One response at a time per connection, as in OpenAI's WebSocket mode.
+One response at a time per connection, as in OpenAI's WebSocket mode. Every server event
+carries `turnspec.t_us`, the server's wall clock (µs) when it was built.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session, TurnRequest, new_id
+from turnspec.server.timing import now_us
 from turnspec.server.transports.responses_events import ResponseEmitter
 from turnspec.server.wire import (
     dumps,
@@ -95,9 +97,12 @@ class ResponsesSocket:
                 await self._create(event, received_unix_ms, received_perf)
             elif kind == "response.cancel":
                 await self._cancel(event)
+            elif kind == "ping":  # for a client's RTT: answered at once, also mid-turn
+                await self.ws.send_str(dumps({"type": "pong", "event_id": event.get("event_id"),
+                                              "turnspec": {"t_us": now_us()}}))
             else:
-                raise invalid(f"type: expected 'response.create' or 'response.cancel', got "
-                              f"{kind!r}", param="type", code="unknown_event_type")
+                raise invalid(f"type: expected 'response.create', 'response.cancel' or 'ping', "
+                              f"got {kind!r}", param="type", code="unknown_event_type")
         except ApiError as e:
             await self._error(e, event_id=None)
 
@@ -110,7 +115,8 @@ class ResponsesSocket:
                            code="conversation_already_has_active_response")
         body = event["response"] if isinstance(event.get("response"), dict) else event
         req, meta = parse_create(body, received_unix_ms, received_perf)
-        req.trace = trace_from(meta["metadata"], self._trace_headers)
+        # this turn's own traceparent (a field, or in metadata) wins over the upgrade's
+        req.trace = trace_from(body, meta["metadata"], self._trace_headers)
         self._cancel_early = False
         self._task = asyncio.create_task(self._run_turn(req, meta))
 
@@ -139,6 +145,8 @@ class ResponsesSocket:
             pass  # the client went away; close() aborts the engine request
         finally:
             self._emitter = None
+            if done is not None:
+                turn.stamp(done)  # the server's E2E ends here: the terminal event is next
             # Release the turn before the terminal event: the client may send its next
             # response.create as soon as it reads it.
             await turn.close()

@@ -22,14 +22,17 @@ def start_server(engine, **config) -> ThreadedServer:
 
 
 def scrape(port: int) -> dict[str, float]:
-    """GET /metrics -> {"name{labels}": value}."""
+    """GET /metrics, parsed by prometheus_client -> {'name{a="x",b="y"}': value}, labels in
+    name order."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
     out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+            out[s.name + (f"{{{labels}}}" if labels else "")] = s.value
     return out
 
 

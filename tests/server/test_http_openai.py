@@ -96,7 +96,7 @@ async def test_models_health_metrics(client, server):
         async with s.get(f"http://127.0.0.1:{server.port}/nope") as r:
             assert r.status == 404 and (await r.json())["error"]["code"] == "not_found"
     m = scrape(server.port)
-    assert m['turnspec_requests_total{transport="http",outcome="tool_calls"}'] >= 1
+    assert m['turnspec_requests_total{outcome="tool_calls",transport="http"}'] >= 1
 
 
 BAD_BODIES = [
@@ -167,4 +167,4 @@ async def test_client_disconnect_aborts_the_engine_request(server):
         r.close()  # drop the connection mid-stream
     m = wait_engine_idle(server.port)
     assert m["turnspec_engine_active_sequences"] == 0
-    assert m['turnspec_requests_total{transport="http",outcome="cancelled"}'] >= 1
+    assert m['turnspec_requests_total{outcome="cancelled",transport="http"}'] >= 1

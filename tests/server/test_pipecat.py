@@ -120,12 +120,12 @@ async def _conversation(bot: Bot, calls: list, force_tool, port: int, transport:
     assert kinds[-3:] == ["assistant", "tool", "assistant"]
 
     cancelled = scrape(port).get(
-        f'turnspec_requests_total{{transport="{transport}",outcome="cancelled"}}', 0)
+        f'turnspec_requests_total{{outcome="cancelled",transport="{transport}"}}', 0)
     bot.collector.first_text.clear()
     await bot.say("Tell me a very long story about a dragon and a knight.")
     await asyncio.wait_for(bot.collector.first_text.wait(), TIMEOUT)
     await bot.worker.queue_frame(InterruptionFrame())  # barge-in
-    key = f'turnspec_requests_total{{transport="{transport}",outcome="cancelled"}}'
+    key = f'turnspec_requests_total{{outcome="cancelled",transport="{transport}"}}'
     for _ in range(600):  # the cancel reaches the server, which aborts the engine request
         if scrape(port).get(key, 0) == cancelled + 1:
             break

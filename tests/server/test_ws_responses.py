@@ -108,7 +108,7 @@ async def test_cancel_stops_generation_and_frees_the_sequence(ws, server):
     assert rec.usage["output_tokens"] < 400
     m = wait_engine_idle(server.port)
     assert m["turnspec_engine_active_sequences"] == 0
-    assert m['turnspec_requests_total{transport="ws",outcome="cancelled"}'] >= 1
+    assert m['turnspec_requests_total{outcome="cancelled",transport="ws"}'] >= 1
     assert (await ws.create("hi", max_output_tokens=1)).ok  # the connection goes on
 
 

@@ -13,7 +13,7 @@ from tests.speculator.tiny import make_tiny_data, make_tiny_target
 @pytest.fixture(scope="package", autouse=True)
 def one_thread():
     """One intra-op thread: on the shared 2-core box, 2 OpenMP threads contending with other
-    processes made these tests ~100x slower (measured 2026-11-29: 1.9 s vs 0.02 s per step)."""
+    processes made these tests ~100x slower (measured: 1.9 s vs 0.02 s per step)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -97,7 +97,7 @@ def test_committed_heldout_prompts_are_still_held_out(smollm2_dir):
             it = by_id[s.id]
             assert it.split == "heldout" and it.prompt_ids == s.input_ids[: s.prompt_len], s.id
         else:
-            # Since the agent lines are paraphrased (2026-11-30), a call id regenerates the same
+            # Since the agent lines are paraphrased, a call id regenerates the same
             # call (scenario, date, business, agent: drawn before any line) with other wording
             # and turns; its system message, and so its held-out scenario, must still match.
             it = by_call[s.id.split(":")[0]]

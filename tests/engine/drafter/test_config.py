@@ -17,7 +17,7 @@ SMOLLM2 = {"hidden_size": 576, "num_attention_heads": 9, "num_key_value_heads": 
 
 
 def test_target_layer_ids_match_zlab_rule():
-    assert build_target_layer_ids(36, 5) == (1, 9, 17, 25, 33)  # Qwen3-8B, reference/dflash.md
+    assert build_target_layer_ids(36, 5) == (1, 9, 17, 25, 33)  # Qwen3-8B, docs/dflash.md §1
     assert build_target_layer_ids(30, 5) == (1, 8, 14, 20, 27)  # SmolLM2 (round half to even)
     assert build_target_layer_ids(4, 2) == (1, 1)
     assert build_target_layer_ids(30, 1) == (15,)

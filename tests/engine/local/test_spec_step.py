@@ -216,7 +216,7 @@ def test_kv_budget_counts_each_pool_in_its_own_dtype(tmp_path: Path, dtype: str)
 
 def test_default_block_is_the_drafters_on_cpu_too(tmp_path: Path) -> None:
     """No per-device cap: with confidence-truncated verify B=16 leads B=8 on CPU as well
-    (docs/benchmarks.md, bench spec 2026-12-02), so the engine serves the trained block."""
+    (docs/history/notes/cpu-policy-backoff.md), so the engine serves the trained block."""
     vocab = 14
     target = make_target(tmp_path, vocab, 0)
     core = engine(target, vocab, make_drafter(target, 12, 0))

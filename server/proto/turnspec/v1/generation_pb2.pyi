@@ -128,7 +128,7 @@ class ToolCallDelta(_message.Message):
     def __init__(self, index: _Optional[int] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_delta: _Optional[str] = ..., done: _Optional[bool] = ..., arguments_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Timing(_message.Message):
-    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms", "received_unix_ms")
+    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms", "received_unix_ms", "server_received_unix_us", "ttfs_ms", "tool_call_ms", "engine_queue_ms", "engine_host_ms", "trace_id")
     SERVER_RECEIVED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     ADMISSION_MS_FIELD_NUMBER: _ClassVar[int]
     RENDER_MS_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +144,12 @@ class Timing(_message.Message):
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SERVER_E2E_MS_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    SERVER_RECEIVED_UNIX_US_FIELD_NUMBER: _ClassVar[int]
+    TTFS_MS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_MS_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_QUEUE_MS_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_HOST_MS_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     server_received_unix_ms: float
     admission_ms: float
     render_ms: float
@@ -159,7 +165,13 @@ class Timing(_message.Message):
     completion_tokens: int
     server_e2e_ms: float
     received_unix_ms: float
-    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ..., received_unix_ms: _Optional[float] = ...) -> None: ...
+    server_received_unix_us: int
+    ttfs_ms: float
+    tool_call_ms: float
+    engine_queue_ms: float
+    engine_host_ms: float
+    trace_id: str
+    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ..., received_unix_ms: _Optional[float] = ..., server_received_unix_us: _Optional[int] = ..., ttfs_ms: _Optional[float] = ..., tool_call_ms: _Optional[float] = ..., engine_queue_ms: _Optional[float] = ..., engine_host_ms: _Optional[float] = ..., trace_id: _Optional[str] = ...) -> None: ...
 
 class SpecStats(_message.Message):
     __slots__ = ("verify_steps", "accepted_tokens", "committed_tokens", "block_size", "tau")
@@ -188,18 +200,20 @@ class Complete(_message.Message):
     def __init__(self, finish_reason: _Optional[str] = ..., timing: _Optional[_Union[Timing, _Mapping]] = ..., spec: _Optional[_Union[SpecStats, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
 
 class GenerateResponse(_message.Message):
-    __slots__ = ("request_id", "usage", "delta", "tool_call_delta", "complete")
+    __slots__ = ("request_id", "usage", "delta", "tool_call_delta", "complete", "server_time_us")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_DELTA_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    SERVER_TIME_US_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     usage: Usage
     delta: TextDelta
     tool_call_delta: ToolCallDelta
     complete: Complete
-    def __init__(self, request_id: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_call_delta: _Optional[_Union[ToolCallDelta, _Mapping]] = ..., complete: _Optional[_Union[Complete, _Mapping]] = ...) -> None: ...
+    server_time_us: int
+    def __init__(self, request_id: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_call_delta: _Optional[_Union[ToolCallDelta, _Mapping]] = ..., complete: _Optional[_Union[Complete, _Mapping]] = ..., server_time_us: _Optional[int] = ...) -> None: ...
 
 class AbortRequest(_message.Message):
     __slots__ = ("request_id",)

@@ -30,6 +30,7 @@ from turnspec.loadtest.stats import (
 )
 
 SCHEMA = 1
+MAX_GAP_SAMPLES = 50_000  # pooled ITL gaps kept for the CDF plot (evenly thinned beyond)
 OPTIONAL = ("ttfs_ms", "tool_call_ms", "cancel_to_stop_ms", "uplink_ms", "downlink_ms")
 BAND = 0.025  # the breakdown row at p averages the turns within +-2.5% of ranks around p
 
@@ -174,4 +175,9 @@ def samples(recs: Sequence[RequestRecord]) -> dict[str, list[float]]:
             "tool_call_ms": clean(r.tool_call_ms for r in ok),
             "itl_ms": clean(mean_itl(r) for r in ok), "tpot_ms": clean(tpot(r) for r in full),
             "e2e_ms": clean(r.e2e_ms for r in full), "tau": clean(r.tau for r in full),
-            "itl_all_ms": clean(g for r in ok for g in r.itl_ms)}
+            "itl_all_ms": _thinned(clean(g for r in ok for g in r.itl_ms))}
+
+
+def _thinned(xs: list[float]) -> list[float]:
+    step = -(-len(xs) // MAX_GAP_SAMPLES)
+    return xs[::step] if step > 1 else xs

@@ -307,7 +307,9 @@ def _proto_tools(tools: list[dict[str, Any]] | None) -> list[pb.Tool]:
 
 
 def _fields(msg: Any) -> dict[str, Any]:
-    return {f.name: getattr(msg, f.name) for f in msg.DESCRIPTOR.fields}
+    """A message as a dict; unset `optional` fields (e.g. Timing.ttfs_ms) are None."""
+    return {f.name: None if f.has_presence and not msg.HasField(f.name) else getattr(msg, f.name)
+            for f in msg.DESCRIPTOR.fields}
 
 
 class GenerationClient:

@@ -3,20 +3,44 @@ these apart from printing (`stats.py`)."""
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-# First sentence, as the server's `ttfs_ms` defines it: `.`/`?`/`!` followed by whitespace, or
-# a newline that ends a non-empty clause.
-_SENTENCE_END = re.compile(r"[.!?]\s|\S[ \t]*\n")
+_TERMINATORS = ".!?"
 
 
-def first_sentence_end(text: str, start: int = 0) -> int | None:
-    """Index just past the first sentence end in `text[start:]`, or None."""
-    m = _SENTENCE_END.search(text, start)
-    return m.end() if m else None
+class SentenceWatch:
+    """When the first spoken sentence is complete, as the server's `ttfs_ms` defines it: a
+    `.`/`?`/`!` after some text and followed by whitespace, or a newline after some text, or
+    the end of the turn right after a terminator ("3.5" ends nothing: a TTS segmenter waits
+    for the next character too)."""
+
+    __slots__ = ("done", "_text", "_pending")
+
+    def __init__(self) -> None:
+        self.done = False
+        self._text = False  # some non-space text seen
+        self._pending = False  # the last character was a terminator after text
+
+    def feed(self, text: str) -> bool:
+        """True when the first sentence completes inside `text`."""
+        if self.done:
+            return False
+        for ch in text:
+            if (self._pending and ch.isspace()) or (ch == "\n" and self._text):
+                self.done = True
+                return True
+            self._pending = ch in _TERMINATORS and self._text
+            self._text = self._text or not ch.isspace()
+        return False
+
+    def finish(self) -> bool:
+        """At the end of the turn: a trailing terminator completes the sentence."""
+        if not self.done and self._pending:
+            self.done = True
+            return True
+        return False
 
 
 @dataclass(slots=True)
@@ -38,7 +62,7 @@ class RequestRecord:
     ok: bool = False
     error: dict[str, Any] | None = None  # {"code" or "status", "message", ...}
     ttft_ms: float | None = None
-    ttfs_ms: float | None = None  # first sentence complete (see first_sentence_end)
+    ttfs_ms: float | None = None  # first sentence complete (see SentenceWatch)
     tool_call_ms: float | None = None  # first tool call's arguments complete
     e2e_ms: float | None = None
     chunk_ms: list[float] = field(default_factory=list)
@@ -61,6 +85,7 @@ class RequestRecord:
     arrival_lag_ms: float | None = None  # open loop: actual dispatch - scheduled
     resync: bool = False  # WS: sent the full scripted history instead of continuing
     _t0: float = 0.0
+    _sentence: SentenceWatch = field(default_factory=SentenceWatch)
 
     def begin(self) -> None:
         self.start_unix_ms = time.time() * 1000.0
@@ -80,10 +105,8 @@ class RequestRecord:
 
     def text_chunk(self, text: str, server_us: int = 0) -> None:
         t = self.chunk(server_us)
-        # A boundary not found before can only start at the old text's last non-space character
-        start = max(0, len(self.text.rstrip()) - 1)
         self.text += text
-        if self.ttfs_ms is None and first_sentence_end(self.text, start) is not None:
+        if self._sentence.feed(text):
             self.ttfs_ms = t
 
     def tool_done(self) -> None:
@@ -95,6 +118,8 @@ class RequestRecord:
 
     def end(self, ok: bool, server_us: int = 0) -> RequestRecord:
         self.e2e_ms = self.now_ms()
+        if ok and self.cancel_ms is None and self._sentence.finish():  # ended on a terminator
+            self.ttfs_ms = self.e2e_ms
         self.end_server_us = server_us or self.end_server_us
         if self.cancel_ms is not None and self.transport != "http":
             self.cancel_to_stop_ms = self.e2e_ms - self.cancel_ms

@@ -1,0 +1,86 @@
+"""From records to the result: which turns count where, the breakdown rows per percentile,
+errors by type, and the saturation flag when the client's loop is starved on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from turnspec.loadtest.aggregate import breakdown, build_result, error_type, metrics, saturation
+from turnspec.loadtest.monitor import LoopMonitor, burn_loop
+from turnspec.loadtest.runner import RunResult
+
+from .test_stats import rec
+
+
+def timed(e2e: float, rtt: float, decode: float) -> dict:
+    return {"server_e2e_ms": e2e - rtt - 1.0, "queue_ms": 2.0, "prefill_ms": 20.0,
+            "decode_ms": decode}
+
+
+def test_breakdown_rows_are_the_turns_at_each_e2e_percentile():
+    # five turns; the band (+-2.5% of 5 turns) is the one turn at rank round(q/100 * 4)
+    turns = [rec(e2e=e, rtt=0.5, timing=timed(e, 0.5, e - 40.0)) for e in (300, 100, 500, 200, 400)]
+    b = breakdown(turns)
+    assert b["p50"]["e2e_ms"] == 300 and b["p90"]["e2e_ms"] == 500 and b["p99"]["e2e_ms"] == 500
+    row = b["p50"]
+    # server e2e 298.5 = host + 2 + 20 + 260 -> host 16.5; residual 300 - (0.5+16.5+2+20+260) = 1
+    assert row["host_overhead_ms"] == pytest.approx(16.5)
+    assert row["residual_ms"] == pytest.approx(1.0) and row["turns"] == 1
+    parts = ("rtt_ms", "host_overhead_ms", "queue_ms", "prefill_ms", "decode_ms", "residual_ms")
+    for r in b.values():
+        assert sum(r[k] for k in parts) == pytest.approx(r["e2e_ms"])
+
+
+def test_breakdown_band_averages_neighbouring_turns():
+    turns = [rec(e2e=float(e), rtt=0.0, timing=timed(float(e), 0.0, 10.0)) for e in range(100, 300)]
+    row = breakdown(turns)["p50"]  # 200 turns: center rank 100 (e2e 200), +-5 ranks
+    assert row["turns"] == 11 and row["e2e_ms"] == pytest.approx(200.0)
+
+
+def test_which_turns_count_where():
+    ok = rec(ttft=50, e2e=400, chunks=[50, 60, 70], tokens=3, timing=timed(400, 0, 300),
+             rtt=1.0)
+    barged = rec(ttft=30, e2e=90, chunks=[30, 35], timing=timed(90, 0, 50), cancelled=True)
+    barged.cancel_to_stop_ms = 4.0
+    failed = rec(ok=False)
+    failed.error = {"status": 503, "message": "draining"}
+    m = metrics([ok, barged, failed], loopback=False)
+    assert m["ttft_ms"]["n"] == 2 and m["itl_ms"]["n"] == 3  # the barge-in's TTFT and gap
+    assert m["e2e_ms"]["n"] == 1 and m["tpot_ms"]["p50"] == pytest.approx(175.0)
+    assert m["cancel_to_stop_ms"]["p50"] == 4.0
+    assert m["server_decode_ms"]["n"] == 1 and m["tau"]["n"] == 0
+    assert "ttfs_ms" not in m and "tool_call_ms" not in m  # none in this workload
+    assert error_type(failed) == "http_503"
+    res = build_result(RunResult(records=[ok, barged, failed], wall_s=2.0), url="http://h/v1",
+                       transport="http", loopback=False, workload="voice", load={}, args={},
+                       workload_errors=["f:3: bad"])
+    assert res["requests"]["ok"] == 2 and res["requests"]["errors"] == 2
+    assert res["requests"]["errors_by_type"] == {"http_503": 1, "workload_error": 1}
+    assert res["requests"]["error_rate"] == pytest.approx(0.5)
+    assert res["requests"]["error_examples"] == {"http_503": "draining"}
+    assert res["throughput"]["requests_per_s"] == pytest.approx(1.0)
+
+
+async def test_a_starved_client_is_flagged():
+    """Block the loop 50 ms out of every 100: the monitor's timer fires up to 50 ms late."""
+    monitor = LoopMonitor()
+    monitor.start()
+    burner = asyncio.create_task(burn_loop(50.0))
+    await asyncio.sleep(1.0)
+    burner.cancel()
+    await monitor.stop()
+    sat = saturation(RunResult(loop_lag_ms=monitor.lags_ms,
+                               client_cpu_util=monitor.cpu_util), threshold_ms=10.0)
+    assert sat["client_bound"] and sat["loop_lag_ms"]["p99"] > 10.0
+    assert "event-loop lag p99" in sat["reasons"][0] and sat["cause"]
+
+
+def test_late_open_loop_arrivals_are_flagged():
+    sat = saturation(RunResult(loop_lag_ms=[0.5] * 100, arrival_lag_ms=[1.0] * 90 + [40.0] * 10,
+                               client_cpu_util=0.97), threshold_ms=10.0)
+    assert sat["client_bound"] and sat["reasons"] == [
+        "open-loop arrivals late: lag p99 40.0 ms > 10 ms"]
+    assert sat["cause"] == "the client process is CPU-bound (97% of a core)"
+    assert not saturation(RunResult(loop_lag_ms=[0.5] * 100), 10.0)["client_bound"]

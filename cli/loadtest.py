@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--max-tokens", type=int, default=96,
                    help="per turn for voice/file workloads (synthetic: OUT)")
     w.add_argument("--temperature", type=float, default=0.0)
+    w.add_argument("--tool-choice", choices=("script", "auto"), default="script",
+                   help="script: tool_choice=required on the turns the workload answers with a "
+                   "tool call (which tool and arguments stay the model's), auto elsewhere; "
+                   "auto: never forced (default: %(default)s)")
     w.add_argument("--tokenizer", help="model folder whose tokenizer counts synthetic prompt "
                    "tokens (default: the prepared SmolLM2 folder)")
     w.add_argument("--model", help="model name sent over HTTP (default: the first of GET "
@@ -125,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             duration_s=duration, requests=args.requests, warmup=args.warmup,
             barge_in=args.barge_in, barge_in_after=args.barge_in_after, seed=args.seed,
             rtt_probe=not args.no_rtt_probe, temperature=args.temperature,
+            tool_choice=args.tool_choice,
             timeout_s=args.timeout, grace_s=args.grace, burn_loop_ms=args.burn_loop_ms)
         res, records = asyncio.run(_run_once(args, target, spec, cfg, slo, tokenizer))
         print(report.format_table(res), flush=True)

@@ -146,8 +146,8 @@ class ChatCompletionsClient:
                         rec.tool_done()  # arguments complete: they parse as a JSON object
             if choice.get("finish_reason"):
                 rec.finish_reason = choice["finish_reason"]
-                if calls:
-                    rec.tool_done()
+                if calls and _is_object(calls[min(calls)]["arguments"]):
+                    rec.tool_done()  # arguments that came whole in one chunk
 
     async def close(self) -> None:
         await self._session.close()

@@ -48,6 +48,7 @@ class RunConfig:
     seed: int = 0
     rtt_probe: bool = True
     temperature: float | None = 0.0
+    tool_choice: str = "script"  # "script": required where the workload calls a tool; "auto"
     timeout_s: float = 120.0  # per turn
     grace_s: float = 30.0  # after the last dispatch, for turns in flight
     max_consecutive_failures: int = 50
@@ -75,6 +76,8 @@ class RunConfig:
         if self.warmup < 0 or self.barge_in_after < 1 or not 0.0 <= self.barge_in <= 1.0:
             raise ValueError(f"expected --warmup >= 0, --barge-in in [0, 1] and --barge-in-after"
                              f" >= 1; got {self.warmup}, {self.barge_in}, {self.barge_in_after}")
+        if self.tool_choice not in ("script", "auto"):
+            raise ValueError(f"--tool-choice: expected script or auto, got {self.tool_choice!r}")
         if self.timeout_s <= 0 or self.grace_s < 0 or not 0 <= self.burn_loop_ms < 100:
             raise ValueError("expected --timeout > 0, --grace >= 0, 0 <= --burn-loop-ms < 100")
 
@@ -172,10 +175,12 @@ class Runner:
                 rtt = await conv.link.probe_rtt()
             cancel_after = self.cfg.barge_in_after if measured and self._barges(conv, turn) \
                 else None
+            forced = self.cfg.tool_choice == "script" and turn.kind == "tool_call"
             async with asyncio.timeout(self.cfg.timeout_s):
                 rec = await conv.link.send(turn, conv.script.tools, conv.prev_turn, conv.prev,
                                            temperature=self.cfg.temperature,
-                                           cancel_after=cancel_after)
+                                           cancel_after=cancel_after,
+                                           tool_choice="required" if forced else None)
             rec.rtt_ms = rtt
         except (aiohttp.ClientError, OSError) as e:  # WS connect
             rec = _failed(transport, "connection_error", f"cannot connect: {e or type(e)}")

@@ -77,7 +77,8 @@ class Link(Protocol):
 
     async def send(self, turn: ScriptTurn, tools: tuple[dict[str, Any], ...],
                    prev_turn: ScriptTurn | None, prev: RequestRecord | None, *,
-                   temperature: float | None, cancel_after: int | None) -> RequestRecord: ...
+                   temperature: float | None, cancel_after: int | None,
+                   tool_choice: str | None = None) -> RequestRecord: ...
 
     async def close(self) -> None: ...
 
@@ -91,9 +92,11 @@ class _HttpLink:
 
     async def send(self, turn: ScriptTurn, tools: tuple[dict[str, Any], ...],
                    prev_turn: ScriptTurn | None, prev: RequestRecord | None, *,
-                   temperature: float | None, cancel_after: int | None) -> RequestRecord:
+                   temperature: float | None, cancel_after: int | None,
+                   tool_choice: str | None = None) -> RequestRecord:
         return await self.client.complete(list(turn.history), tools=list(tools) or None,
-                                          max_tokens=turn.max_tokens, temperature=temperature,
+                                          tool_choice=tool_choice, max_tokens=turn.max_tokens,
+                                          temperature=temperature,
                                           cancel_after_chunks=cancel_after)
 
     async def close(self) -> None:
@@ -109,9 +112,11 @@ class _GrpcLink:
 
     async def send(self, turn: ScriptTurn, tools: tuple[dict[str, Any], ...],
                    prev_turn: ScriptTurn | None, prev: RequestRecord | None, *,
-                   temperature: float | None, cancel_after: int | None) -> RequestRecord:
+                   temperature: float | None, cancel_after: int | None,
+                   tool_choice: str | None = None) -> RequestRecord:
         return await self.client.generate(list(turn.history), tools=list(tools) or None,
-                                          max_tokens=turn.max_tokens, temperature=temperature,
+                                          tool_choice=tool_choice, max_tokens=turn.max_tokens,
+                                          temperature=temperature,
                                           cancel_after_chunks=cancel_after)
 
     async def close(self) -> None:
@@ -127,10 +132,11 @@ class _WsLink:
 
     async def send(self, turn: ScriptTurn, tools: tuple[dict[str, Any], ...],
                    prev_turn: ScriptTurn | None, prev: RequestRecord | None, *,
-                   temperature: float | None, cancel_after: int | None) -> RequestRecord:
+                   temperature: float | None, cancel_after: int | None,
+                   tool_choice: str | None = None) -> RequestRecord:
         items, prev_id, resync = ws_turn_input(turn, prev_turn, prev)
         rec = await self.client.create(items, tools=responses_tools(tools) or None,
-                                       previous_response_id=prev_id,
+                                       tool_choice=tool_choice, previous_response_id=prev_id,
                                        max_output_tokens=turn.max_tokens,
                                        temperature=temperature,
                                        cancel_after_chunks=cancel_after)

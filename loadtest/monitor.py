@@ -23,8 +23,13 @@ class LoopMonitor:
         self.cpu_util = 0.0  # client process CPU seconds per wall second (1.0 = one core)
 
     def start(self) -> None:
-        self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
+        self.reset()
         self._task = asyncio.create_task(self._run())
+
+    def reset(self) -> None:
+        """Forget what came before (preflight, warmup): only the measured window counts."""
+        self.lags_ms.clear()
+        self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

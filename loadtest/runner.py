@@ -149,6 +149,7 @@ class Runner:
                 res.records.append(rec.fail({"code": "connection_error" if "warmup" not in
                                              problem else "warmup_failed", "message": problem}))
             else:
+                monitor.reset()
                 self._t0 = self._last_end = time.perf_counter()
                 await (self._open_loop() if self.cfg.rate else self._closed_loop())
                 res.wall_s = self._last_end - self._t0

@@ -184,9 +184,8 @@ async def _run_once(args: argparse.Namespace, target: Any, spec: Any, cfg: Any, 
     common = {"url": target.url, "transport": target.transport, "loopback": target.loopback,
               "workload": spec.label, "load": load, "args": argd, "slo": slo,
               "saturation_ms": args.saturation_ms}
-    try:
+    try:  # warmup takes the stream's first conversations, measuring continues after them
         source, workload_errors = open_source(spec, cfg.seed, tokenizer)
-        warm, _ = open_source(spec, cfg.seed + 1, tokenizer)
     except WorkloadError as e:
         run = RunResult(notes=[f"workload unusable, nothing was sent: {e}"])
         return build_result(run, workload_errors=e.errors, **common), []
@@ -199,7 +198,7 @@ async def _run_once(args: argparse.Namespace, target: Any, spec: Any, cfg: Any, 
                             enabled=not args.no_progress and sys.stderr.isatty())
     progress.start()
     try:
-        run = await Runner(cfg, connector, source, warm, on_record=progress.update).run()
+        run = await Runner(cfg, connector, source, on_record=progress.update).run()
     finally:
         progress.stop()
         await connector.close()

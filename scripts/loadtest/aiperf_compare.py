@@ -36,9 +36,8 @@ AGREE = 0.10  # the issue's bound
 
 def write_prompts(folder: Path, model_dir: str, n_in: int, n_out: int, count: int,
                   seed: int) -> tuple[Path, Path]:
-    """Both tools' prompt files: the same lengths, different seeded texts (seed for AIPerf,
-    seed + 1 for turnspec), so the tool that runs second finds nothing of the other's prompts
-    in the server's prefix cache."""
+    """Both tools' prompt files: the same seeded texts, in the same order (each tool gets a
+    fresh server, so neither finds the other's prompts in the prefix cache)."""
     from turnspec.loadtest.workload import load_tokenizer, synthetic_scripts
 
     tok = load_tokenizer(model_dir)
@@ -49,7 +48,7 @@ def write_prompts(folder: Path, model_dir: str, n_in: int, n_out: int, count: in
 
     ours, theirs = folder / "prompts.turnspec.jsonl", folder / "prompts.aiperf.jsonl"
     ours.write_text("".join(json.dumps({"id": f"p{i:04d}", "max_tokens": n_out, "messages": [
-        {"role": "user", "content": t}]}) + "\n" for i, t in enumerate(texts(seed + 1))))
+        {"role": "user", "content": t}]}) + "\n" for i, t in enumerate(texts(seed))))
     theirs.write_text("".join(json.dumps({"text": t, "output_length": n_out}) + "\n"
                               for t in texts(seed)))
     return ours, theirs
@@ -82,9 +81,16 @@ class ServerLog:
         return out
 
 
-def start_server(model_dir: str) -> tuple[subprocess.Popen, int, ServerLog]:
-    proc = subprocess.Popen([sys.executable, "-m", "turnspec.cli.main", "--log-level", "info",
-                             "serve", "--model", model_dir, "--port", "0", "--grpc-port", "-1"],
+def pinned(cpus: str | None) -> list[str]:
+    """A command prefix that keeps a process on these CPUs (`taskset -c`), or nothing."""
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def start_server(model_dir: str, cpus: str | None) -> tuple[subprocess.Popen, int, ServerLog]:
+    threads = ["--threads", str(len(cpus.split(",")))] if cpus else []
+    proc = subprocess.Popen([*pinned(cpus), sys.executable, "-m", "turnspec.cli.main",
+                             "--log-level", "info", "serve", "--model", model_dir, "--port", "0",
+                             "--grpc-port", "-1", *threads],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = ServerLog(proc)
     deadline = time.monotonic() + 600
@@ -114,7 +120,7 @@ def timed_run(cmd: list[str], timeout: float) -> tuple[subprocess.CompletedProce
 def run_aiperf(args: argparse.Namespace, url: str, model: str, prompts: Path,
                folder: Path) -> tuple[dict[str, Any], str]:
     artifacts = folder / "aiperf"
-    cmd = [args.aiperf, "profile", "--model", model, "--url", url, "--endpoint-type", "chat",
+    cmd = [*pinned(args.client_cpus), args.aiperf, "profile", "--model", model, "--url", url, "--endpoint-type", "chat",
            "--streaming", "--concurrency", str(args.concurrency), "--request-count",
            str(args.requests), "--warmup-request-count", str(args.warmup), "--input-file",
            str(prompts), "--custom-dataset-type", "single_turn",
@@ -136,7 +142,7 @@ def run_aiperf(args: argparse.Namespace, url: str, model: str, prompts: Path,
 def run_ours(args: argparse.Namespace, url: str, prompts: Path,
              folder: Path) -> tuple[dict[str, Any], str]:
     out = folder / "turnspec.json"
-    cmd = [sys.executable, "-m", "turnspec.cli.main", "loadtest", "--url", url, "--concurrency",
+    cmd = [*pinned(args.client_cpus), sys.executable, "-m", "turnspec.cli.main", "loadtest", "--url", url, "--concurrency",
            str(args.concurrency), "--requests", str(args.requests), "--warmup",
            str(args.warmup), "--workload", str(prompts), "--out", str(out), "--history", "",
            "--no-progress", "--seed", str(args.seed)]
@@ -177,6 +183,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--order", default="aiperf,turnspec", help="which tool runs first")
+    p.add_argument("--pin", default=None, metavar="SERVER:CLIENT",
+                   help="CPU lists, e.g. 0:1: the server (with that many torch threads) and each "
+                   "tool on their own CPUs, so a tool's own CPU use cannot slow the server")
     p.add_argument("--work", default="out/aiperf-compare")
     p.add_argument("--out", default="out/aiperf-compare/compare.json")
     args = p.parse_args()
@@ -190,25 +199,26 @@ def main() -> int:
     ours_prompts, aiperf_prompts = write_prompts(folder, args.model_dir, args.input_tokens,
                                                  args.output_tokens,
                                                  args.requests + args.warmup, args.seed)
-    proc, log = None, None
-    if args.url is None:
-        proc, port, log = start_server(args.model_dir)
-        args.url = f"http://127.0.0.1:{port}"
-    try:
-        with urllib.request.urlopen(f"{args.url}/v1/models", timeout=30) as resp:
-            model = json.load(resp)["data"][0]["id"]
-        runs: dict[str, Any] = {}
-        for tool in args.order.split(","):
+    args.server_cpus, args.client_cpus = args.pin.split(":") if args.pin else (None, None)
+    runs: dict[str, Any] = {}
+    for tool in args.order.split(","):
+        proc, log, url = None, None, args.url
+        if url is None:  # a fresh server per tool: same state, empty prefix cache
+            proc, port, log = start_server(args.model_dir, args.server_cpus)
+            url = f"http://127.0.0.1:{port}"
+        try:
+            with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as resp:
+                model = json.load(resp)["data"][0]["id"]
             if tool == "aiperf":
-                runs["aiperf"] = run_aiperf(args, args.url, model, aiperf_prompts, folder)
+                runs[tool] = run_aiperf(args, url, model, aiperf_prompts, folder)
             else:
-                runs["turnspec"] = run_ours(args, f"{args.url}/v1", ours_prompts, folder)
+                runs[tool] = run_ours(args, f"{url}/v1", ours_prompts, folder)
             if log is not None:  # the server's own view of this tool's requests
                 runs[tool]["server"] = log.server_view(*runs[tool]["window"], args.warmup)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(60)
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(60)
     export, ours = runs["aiperf"]["export"], runs["turnspec"]["result"]
     print("\n== AIPerf ==\n" + runs["aiperf"]["stdout"][-6000:])
     print("\n== turnspec loadtest ==\n" + runs["turnspec"]["stdout"])

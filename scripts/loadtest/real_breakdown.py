@@ -1,0 +1,87 @@
+"""The real-model acceptance run: `turnspec serve` (SmolLM2 + its drafter on CPU, a fresh
+process per transport so no run finds another's prompts cached) and `turnspec loadtest` with the
+voice workload at concurrency 4 for 20 s on WS, HTTP and gRPC; prints each table and, per
+transport, the p90 breakdown (RTT + server parts) against the client's E2E.
+
+    python scripts/loadtest/real_breakdown.py --duration 20 --out out/real/summary.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PARTS = ("rtt_ms", "host_overhead_ms", "queue_ms", "prefill_ms", "decode_ms")
+
+
+def start_serve(extra: list[str]) -> tuple[subprocess.Popen, int, int]:
+    proc = subprocess.Popen([sys.executable, "-m", "turnspec.cli.main", "--log-level", "warning",
+                             "serve", "--port", "0", "--grpc-port", "0", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    ports = None
+    for line in proc.stdout:
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+) .* gRPC 127\.0\.0\.1:(\d+)", line)
+        ports = (int(m[1]), int(m[2])) if m else ports
+        if "turnspec: ready" in line and ports:
+            return proc, *ports
+    raise RuntimeError(f"turnspec serve exited with {proc.wait()}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--transports", default="ws,http,grpc")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--duration", type=float, default=20.0)
+    p.add_argument("--warmup", type=int, default=4)
+    p.add_argument("--serve-args", default="", help="extra `turnspec serve` flags")
+    p.add_argument("--loadtest-args", default="", help="extra `turnspec loadtest` flags")
+    p.add_argument("--work", default="out/real")
+    p.add_argument("--out", default="out/real/summary.json")
+    args = p.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    summary = []
+    for t in args.transports.split(","):
+        proc, port, grpc_port = start_serve(args.serve_args.split())
+        url = {"ws": f"ws://127.0.0.1:{port}/v1/responses", "http": f"http://127.0.0.1:{port}/v1",
+               "grpc": f"grpc://127.0.0.1:{grpc_port}"}[t]
+        out = work / f"{t}.json"
+        cmd = [sys.executable, "-m", "turnspec.cli.main", "loadtest", "--url", url,
+               "--concurrency", str(args.concurrency), "--duration", str(args.duration),
+               "--warmup", str(args.warmup), "--out", str(out), "--history", "",
+               "--no-progress", "--details", str(work / f"{t}.csv"), "--plot",
+               str(work / f"plots-{t}"), *args.loadtest_args.split()]
+        print("$ " + " ".join(cmd), flush=True)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        print(done.stdout, flush=True)
+        res = json.loads(out.read_text())
+        row = res["breakdown"]["p90"]
+        summary.append({"transport": t, "turns": res["requests"]["ok"],
+                        "errors": res["requests"]["errors"], "e2e_p90_row_ms": row["e2e_ms"],
+                        "parts_sum_ms": sum(row[k] for k in PARTS),
+                        "residual_p90_row_ms": row["residual_ms"],
+                        "residual_turn_p90_ms": res["metrics"]["residual_ms"]["p90"],
+                        "client_bound": res["saturation"]["client_bound"]})
+    print(f"{'transport':<10}{'turns':>6}{'p90 E2E':>11}{'RTT+server':>12}{'residual':>10}"
+          f"{'per-turn residual p90':>23}")
+    for s in summary:
+        print(f"{s['transport']:<10}{s['turns']:>6}{s['e2e_p90_row_ms']:>11.2f}"
+              f"{s['parts_sum_ms']:>12.2f}{s['residual_p90_row_ms']:>+10.2f}"
+              f"{s['residual_turn_p90_ms']:>+23.2f}")
+    Path(args.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"),
+                                          "config": vars(args), "summary": summary}, indent=1))
+    return 0 if all(abs(s["residual_p90_row_ms"]) <= 1.0 for s in summary) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,9 +19,15 @@ from pathlib import Path
 PARTS = ("rtt_ms", "host_overhead_ms", "queue_ms", "prefill_ms", "decode_ms")
 
 
-def start_serve(extra: list[str]) -> tuple[subprocess.Popen, int, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "turnspec.cli.main", "--log-level", "warning",
-                             "serve", "--port", "0", "--grpc-port", "0", *extra],
+def pinned(cpus: str | None) -> list[str]:
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def start_serve(extra: list[str], cpus: str | None) -> tuple[subprocess.Popen, int, int]:
+    threads = ["--threads", str(len(cpus.split(",")))] if cpus else []
+    proc = subprocess.Popen([*pinned(cpus), sys.executable, "-m", "turnspec.cli.main",
+                             "--log-level", "warning", "serve", "--port", "0", "--grpc-port", "0",
+                             *threads, *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     ports = None
@@ -41,18 +47,23 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--serve-args", default="", help="extra `turnspec serve` flags")
     p.add_argument("--loadtest-args", default="", help="extra `turnspec loadtest` flags")
+    p.add_argument("--pin", default=None, metavar="SERVER:CLIENT",
+                   help="CPU lists, e.g. 0:1: serve (that many torch threads) and the load test on "
+                   "their own CPUs (default: unpinned, sharing every core)")
     p.add_argument("--work", default="out/real")
     p.add_argument("--out", default="out/real/summary.json")
     args = p.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    server_cpus, client_cpus = args.pin.split(":") if args.pin else (None, None)
     summary = []
     for t in args.transports.split(","):
-        proc, port, grpc_port = start_serve(args.serve_args.split())
+        proc, port, grpc_port = start_serve(args.serve_args.split(), server_cpus)
         url = {"ws": f"ws://127.0.0.1:{port}/v1/responses", "http": f"http://127.0.0.1:{port}/v1",
                "grpc": f"grpc://127.0.0.1:{grpc_port}"}[t]
         out = work / f"{t}.json"
-        cmd = [sys.executable, "-m", "turnspec.cli.main", "loadtest", "--url", url,
+        cmd = [*pinned(client_cpus), sys.executable, "-m", "turnspec.cli.main", "loadtest",
+               "--url", url,
                "--concurrency", str(args.concurrency), "--duration", str(args.duration),
                "--warmup", str(args.warmup), "--out", str(out), "--history", "",
                "--no-progress", "--details", str(work / f"{t}.csv"), "--plot",

@@ -95,9 +95,11 @@ class ChatCompletionsClient:
 
 
 class ResponsesSocketClient:
-    def __init__(self, url: str, api_key: str | None = None):
+    def __init__(self, url: str, api_key: str | None = None,
+                 headers: dict[str, str] | None = None):
+        """`headers` go on the upgrade request (e.g. a W3C `traceparent` for the connection)."""
         self.url = url
-        self._headers = _auth(api_key)
+        self._headers = {**_auth(api_key), **(headers or {})}
         self._session: aiohttp.ClientSession | None = None
         self.ws: aiohttp.ClientWebSocketResponse | None = None
 

@@ -175,3 +175,14 @@ async def test_serve_exports_a_ws_turn_over_otlp_and_serves_metrics(smollm2_dir)
     while (line := out.get(timeout=10)) is not None:
         seen.append(line)
     assert re.search(rf"ws req_\w+ \w+ prompt=.* trace_id={trace_id}", "".join(seen))
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("sglang") is not None,
+                    reason="sglang installed")
+def test_serve_engine_sglang_without_sglang_fails_fast_with_a_hint(smollm2_dir, capsys):
+    from turnspec.cli.main import main
+
+    code = main(["serve", "--engine", "sglang", "--model", str(smollm2_dir), "--port", "0"])
+    assert code == 2  # before any port is bound or engine built
+    err = capsys.readouterr().err
+    assert "needs the sglang package" in err and "scripts/gpu/README.md" in err

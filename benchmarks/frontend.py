@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--transports", default=",".join(TRANSPORTS))
     p.add_argument("--burst", action="store_true",
                    help="start all streams at once (default: staggered over one request)")
+    p.add_argument("--trace", choices=("off", "on", "both"), default="off",
+                   help="serve with tracing exporting over OTLP to a receiver in this process "
+                        "(both: each transport untraced, then traced, for the overhead)")
     p.add_argument("--json", default=None, help="write results to this JSON file")
     p.set_defaults(func=run)
 
@@ -120,23 +123,26 @@ async def _inprocess(args: argparse.Namespace, chat: Any) -> dict[str, Any]:
 # -- server child process --------------------------------------------------------------------
 
 def child_main(argv: list[str]) -> None:
-    """The server side, in its own process: argv = model_dir first_token_ms interval_ms tokens.
-    Prints "PORTS <http> <grpc>" when serving; stops when stdin closes."""
+    """The server side, in its own process: argv = model_dir first_token_ms interval_ms tokens
+    [otlp_endpoint]. Prints "PORTS <http> <grpc>" when serving; stops when stdin closes."""
     import sys
 
     from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
     from turnspec.engine.chat import ChatTemplate
     from turnspec.server.app import ServerApp
     from turnspec.server.config import ServerConfig
+    from turnspec.server.tracing import TracingConfig, build_tracer_provider
 
     model_dir, first_token_ms, interval_ms, tokens = argv[0], *map(float, argv[1:4])
+    otlp = argv[4] if len(argv) > 4 else None
 
     async def main() -> None:
         chat = ChatTemplate.from_model_dir(model_dir)
         engine = FakeFixedRateEngine(chat, first_token_ms=first_token_ms,
                                      interval_ms=interval_ms, tokens_per_request=int(tokens))
         app = ServerApp(engine, ServerConfig(port=0, grpc_port=0, max_running=1024,
-                                             max_queue=1024))
+                                             max_queue=1024),
+                        build_tracer_provider(TracingConfig(otlp_endpoint=otlp)))
         await app.start()
         print(f"PORTS {app.port} {app.grpc_port}", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
@@ -145,7 +151,8 @@ def child_main(argv: list[str]) -> None:
     asyncio.run(main())
 
 
-def _start_child(args: argparse.Namespace, model_dir: str) -> tuple[Any, int, int]:
+def _start_child(args: argparse.Namespace, model_dir: str,
+                 otlp: str | None = None) -> tuple[Any, int, int]:
     import subprocess
     import sys
 
@@ -153,7 +160,7 @@ def _start_child(args: argparse.Namespace, model_dir: str) -> tuple[Any, int, in
             "child_main(sys.argv[1:])")
     proc = subprocess.Popen(
         [sys.executable, "-c", code, model_dir, str(args.first_token_ms),
-         str(args.interval_ms), str(args.tokens)],
+         str(args.interval_ms), str(args.tokens), *([otlp] if otlp else [])],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:  # ends if the child dies
@@ -243,7 +250,31 @@ def _fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _serve_and_measure(args: argparse.Namespace, model_dir: str, transports: list[str],
+                       otlp: str | None) -> dict[str, dict[str, Any]]:
+    proc, port, grpc_port = _start_child(args, model_dir, otlp)
+    try:
+        return {t: asyncio.run(_over_transport(args, t, port, grpc_port)) for t in transports}
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except Exception:
+            proc.kill()
+
+
+def tracing_overhead(off: dict[str, Any], on: dict[str, Any],
+                     interval_ms: float) -> dict[str, float]:
+    """What tracing adds to one transport: TTFT p50 in ms, and the p50 per-token latency
+    (the interval plus its delivery lag) in percent."""
+    return {"ttft_p50_ms": on["ttft_p50_ms"] - off["ttft_p50_ms"],
+            "per_token_p50_pct": 100.0 * (on["lag_p50_ms"] - off["lag_p50_ms"])
+            / (interval_ms + off["lag_p50_ms"])}
+
+
 def run(args: argparse.Namespace) -> int:
+    from turnspec.benchmarks.otlp_sink import OtlpSink
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.args import resolve_model_dir
 
@@ -256,32 +287,39 @@ def run(args: argparse.Namespace) -> int:
     model_dir = resolve_model_dir(args.model)
     chat = ChatTemplate.from_model_dir(model_dir)
     results: dict[str, dict[str, Any]] = {"in-process": asyncio.run(_inprocess(args, chat))}
-    proc, port, grpc_port = _start_child(args, model_dir)
-    try:
-        for t in transports:
-            results[t] = asyncio.run(_over_transport(args, t, port, grpc_port))
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
+    if args.trace in ("off", "both"):
+        results |= _serve_and_measure(args, model_dir, transports, None)
+    sink = OtlpSink(keep=False) if args.trace != "off" else None
+    if sink is not None:
         try:
-            proc.wait(30)
-        except Exception:
-            proc.kill()
+            traced = _serve_and_measure(args, model_dir, transports, sink.endpoint)
+        finally:
+            sink.stop()
+        results |= {f"{t}+trace": r for t, r in traced.items()}
     print(f"bench frontend: FakeFixedRateEngine first_token={args.first_token_ms} ms, "
           f"interval={args.interval_ms} ms, {args.tokens} tokens, {args.concurrency} streams x "
           f"{args.requests} requests; milliseconds; + = over in-process")
     print(format_table(results))
+    overhead = {}
+    if sink is not None and args.trace == "both":
+        overhead = {t: tracing_overhead(results[t], results[f"{t}+trace"], args.interval_ms)
+                    for t in transports}
+        print(f"tracing on (OTLP/gRPC to a local receiver, {sink.count} spans received) vs off:")
+        for t, o in overhead.items():
+            print(f"  {t:<5} TTFT p50 {o['ttft_p50_ms']:+.3f} ms   per-token p50 "
+                  f"{o['per_token_p50_pct']:+.2f}%")
     if args.json:
+        base = results["in-process"]
         out = {"config": {k: v for k, v in vars(args).items() if k != "func"},
                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                         "load_avg_1m": os.getloadavg()[0]},
                "results": results,
-               "overhead": {t: {"ttft_p50_ms": results[t]["ttft_p50_ms"]
-                                - results["in-process"]["ttft_p50_ms"],
-                                "per_token_p50_ms": results[t]["lag_p50_ms"]
-                                - results["in-process"]["lag_p50_ms"]}
-                            for t in transports}}
+               "overhead": {t: {"ttft_p50_ms": r["ttft_p50_ms"] - base["ttft_p50_ms"],
+                                "per_token_p50_ms": r["lag_p50_ms"] - base["lag_p50_ms"]}
+                            for t, r in results.items() if t != "in-process"},
+               "tracing_overhead": overhead,
+               "spans_received": sink.count if sink is not None else 0}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

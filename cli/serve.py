@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 
@@ -21,6 +22,7 @@ from turnspec.engine.local.args import (
     engine_config_from_args,
     resolve_model_dir,
 )
+from turnspec.engine.protocol import Engine
 from turnspec.server.config import ServerConfig
 from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
 
@@ -55,9 +57,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--trace-sample", type=float, default=1.0, metavar="RATIO",
                    help="share of turns traced when the client sent no sampled traceparent "
                         "(default: %(default)s)")
+    g = p.add_argument_group("--engine sglang (GPU machines)")
+    g.add_argument("--sglang-mem-fraction", type=float, default=0.85,
+                   help="share of GPU memory SGLang takes for weights and KV (default: %(default)s)")
+    g.add_argument("--sglang-attention-backend", default="triton",
+                   help="SGLang attention backend (default: %(default)s; the carried "
+                        "sglang-kernel has no FA3)")
+    g.add_argument("--sglang-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="one more sglang.Engine keyword (VALUE read as JSON when it parses, "
+                        "else as a string); repeatable")
     add_engine_args(p, speculator_default=default_speculator())
     add_fake_engine_args(p)
     p.set_defaults(func=run)
+
+
+def _sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
+    out = []
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--sglang-arg {pair!r}: expected KEY=VALUE")
+        try:
+            value: object = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.append((key.strip(), value))
+    return tuple(out)
+
+
+def _sglang_engine(args: argparse.Namespace):
+    from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
+    from turnspec.engine.sglang import INSTALL_HINT, SGLangConfig, SGLangEngine, sglang_available
+
+    if not sglang_available():  # fail before binding ports or converting a model
+        raise ValueError(INSTALL_HINT)
+    spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
+    return SGLangEngine(SGLangConfig(
+        model_dir=resolve_model_dir(args.model), speculator=spec,
+        spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
+        attention_backend=args.sglang_attention_backend, extra=_sglang_extra(args.sglang_arg)))
 
 
 def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -103,21 +141,16 @@ def build_engine(args: argparse.Namespace):
         from turnspec.engine.local import LocalEngine
 
         return LocalEngine(engine_config_from_args(args))
-    from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
-    from turnspec.engine.sglang import SGLangConfig, SGLangEngine  # sglang itself loads at start()
-
-    spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
-    return SGLangEngine(SGLangConfig(model_dir=resolve_model_dir(args.model), speculator=spec,
-                                     spec_block_size=args.spec_block_size))
+    return _sglang_engine(args)
 
 
-async def _serve(args: argparse.Namespace) -> int:
+async def _serve(args: argparse.Namespace, engine: Engine) -> int:
     from turnspec.server.app import ServerApp
 
     config = server_config_from_args(args)
     tracing = TracingConfig(otlp_endpoint=args.otlp_endpoint, otlp_protocol=args.otlp_protocol,
                             console=args.trace_console, sample_ratio=args.trace_sample)
-    app = ServerApp(build_engine(args), config, build_tracer_provider(tracing))
+    app = ServerApp(engine, config, build_tracer_provider(tracing))
     await app.start_transports()
     print(f"turnspec: listening on http://{config.host}:{app.port} (HTTP, WS) and "
           f"{'gRPC ' + config.host + ':' + str(app.grpc_port) if app.grpc_port else 'no gRPC'}"
@@ -137,7 +170,12 @@ async def _serve(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(_serve(args))
+        engine = build_engine(args)  # a missing backend fails here, before any port is bound
+    except ValueError as e:
+        print(f"turnspec serve: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_serve(args, engine))
     except KeyboardInterrupt:
         return 130
     except OSError as e:  # port in use, etc.

@@ -1,22 +1,28 @@
 """SGLang backend: the Engine protocol over SGLang's in-process async Engine (GPU machines).
 
-Production path: SGLang runs the model with its own kernels, CUDA graphs and DFlash
-(`--speculative-algorithm DFLASH`, our exported drafter as `speculative_draft_model_path`);
-turnspec keeps the front ends, sessions, chat templates and tool-call parsing. Requests go in
-as token ids (our ChatTemplate renders them, so KV reuse across turns is SGLang's radix cache
-matching the same ids) and the tool grammar goes as an xgrammar structural tag.
+The production path on a GPU: SGLang runs the model with its own kernels, CUDA graphs and
+DFlash (`speculative_algorithm="DFLASH"`, the drafter folder `turnspec speculator export`
+writes); turnspec keeps the front ends, sessions, chat template, tool-call parsing, tracing
+and metrics. Requests go in as token ids rendered by our ChatTemplate, so a conversation's
+next turn starts with the previous turn's exact ids and SGLang's radix cache serves them; the
+tool grammar goes in as the xgrammar structural tag our matcher compiled (SGLang compiles it
+with the same xgrammar: scripts/gpu/sglang_wheels.sh carries ours). Its `meta_info` (queue,
+prefill and finish times, cached tokens, verify steps) becomes our `Timing` and `SpecStats`;
+`abort` is SGLang's `abort_request`; the request's W3C trace context rides in
+`external_trace_header` for SGLang's own tracing when that is enabled.
 
-Status: written against SGLang 0.5.x's documented `Engine.async_generate` streaming API
-(sglang/srt/entrypoints/engine.py). Not run yet: SGLang cannot serve on the CPU dev machines
-and the lent H200 image has no sglang wheel (a 400 MB kernel wheel cannot be carried).
+Run on the lent H200 with SGLang 0.5.17: scripts/gpu/README.md (SGLang section).
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from turnspec.engine.protocol import (
     Delta,
@@ -28,43 +34,120 @@ from turnspec.engine.protocol import (
     Timing,
 )
 
+if TYPE_CHECKING:
+    from turnspec.engine.chat import ChatTemplate
+
+INSTALL_HINT = ("--engine sglang needs the sglang package, on a CUDA machine: see "
+                "scripts/gpu/README.md (SGLang) for the wheels that run on the lent H200, or "
+                "`pip install 'sglang>=0.5.17'` where a registry is reachable")
+_FINISH = {"stop": "stop", "length": "length", "abort": "abort"}
+
 
 @dataclass(slots=True, frozen=True)
 class SGLangConfig:
+    """What `turnspec serve --engine sglang` hands SGLang. `extra` are more `sglang.Engine`
+    keyword arguments (`--sglang-arg KEY=VALUE`), applied last."""
+
     model_dir: str
-    speculator: str = "none"  # "none" | path to a DFlash drafter folder (z-lab layout)
+    speculator: str = "none"  # "none" | a DFlash drafter folder (z-lab layout, as exported)
     spec_block_size: int | None = None
     mem_fraction: float = 0.85
-    extra: tuple[tuple[str, object], ...] = ()  # more sgl.Engine kwargs
+    attention_backend: str = "triton"  # FA3 is trimmed out of the carried sglang-kernel
+    sampling_backend: str = "pytorch"
+    dtype: str = "bfloat16"
+    extra: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if not Path(self.model_dir).is_dir():
             raise ValueError(f"model_dir {self.model_dir!r}: expected a local HF model folder")
+        if self.speculator != "none" and not (Path(self.speculator) / "config.json").is_file():
+            raise ValueError(f"speculator {self.speculator!r}: expected 'none' or a DFlash "
+                             "drafter folder (config.json + model.safetensors)")
         if not 0.1 <= self.mem_fraction <= 0.95:
             raise ValueError(f"mem_fraction: expected 0.1..0.95, got {self.mem_fraction}")
+        if self.spec_block_size is not None and self.spec_block_size < 2:
+            raise ValueError(f"spec_block_size: expected >= 2, got {self.spec_block_size}")
 
-    def engine_kwargs(self) -> dict:
-        kw: dict = {"model_path": self.model_dir, "mem_fraction_static": self.mem_fraction,
-                    "grammar_backend": "xgrammar", "enable_metrics": True,
-                    "incremental_streaming_output": True}
+    def engine_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model_path": self.model_dir, "dtype": self.dtype,
+            "mem_fraction_static": self.mem_fraction,
+            "attention_backend": self.attention_backend,
+            "sampling_backend": self.sampling_backend, "grammar_backend": "xgrammar",
+            "enable_metrics": True,  # meta_info then carries the queue/prefill/finish times
+            "incremental_streaming_output": True, "log_level": "error"}
         if self.speculator != "none":
-            kw |= {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": self.speculator}
+            kw |= {"speculative_algorithm": "DFLASH",
+                   "speculative_draft_model_path": self.speculator}
             if self.spec_block_size:
                 kw["speculative_num_draft_tokens"] = self.spec_block_size
         return kw | dict(self.extra)
+
+
+def sglang_available() -> bool:
+    return importlib.util.find_spec("sglang") is not None
+
+
+def sampling_params(request: GenerateRequest) -> dict[str, Any]:
+    """Our SamplingParams (and grammar) as SGLang's sampling_params."""
+    s = request.sampling
+    params: dict[str, Any] = {
+        "temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k or -1,
+        "max_new_tokens": s.max_tokens, "stop": list(s.stop), "ignore_eos": s.ignore_eos,
+        "stop_token_ids": list(s.stop_token_ids), "skip_special_tokens": True}
+    if s.seed is not None:
+        params["sampling_seed"] = s.seed
+    if request.grammar is not None:
+        tag = getattr(request.grammar, "structural_tag", None)
+        if not tag:
+            raise EngineError("sglang backend: the tool grammar carries no structural tag")
+        params["structural_tag"] = tag
+    return params
+
+
+def final_delta(delta: Delta, meta: dict[str, Any], timing: Timing, t0: float,
+                t_first: float | None, now: float) -> None:
+    """Fill the final delta from SGLang's meta_info: finish reason, timing, spec stats."""
+    fin = meta.get("finish_reason")
+    kind = fin.get("type") if isinstance(fin, dict) else fin
+    delta.finished = True
+    delta.finish_reason = _FINISH.get(str(kind), "error")
+    if delta.finish_reason == "error":
+        delta.error = f"sglang finished with {fin!r}"
+    first = t_first or now
+    queue = float(meta.get("queue_time") or 0.0) * 1000.0
+    entry, prefilled = meta.get("forward_entry_time"), meta.get("prefill_finished_time")
+    finished = meta.get("request_finished_ts")
+    timing.queue_ms = max(queue, 0.0)
+    timing.prefill_ms = max((prefilled - entry) * 1000.0 if entry and prefilled
+                            else (first - t0) * 1000.0 - timing.queue_ms, 0.0)
+    timing.decode_ms = max((finished - prefilled) * 1000.0 if finished and prefilled
+                           else (now - first) * 1000.0, 0.0)
+    timing.first_token_ms = (first - t0) * 1000.0
+    timing.cached_tokens = int(meta.get("cached_tokens") or 0)
+    timing.prefill_tokens = max(timing.prompt_tokens - timing.cached_tokens, 0)
+    timing.completion_tokens = int(meta.get("completion_tokens") or 0)
+    delta.timing = timing
+    steps = int(meta.get("spec_verify_ct") or 0)
+    if steps:
+        committed = timing.completion_tokens
+        delta.spec = SpecStats(verify_steps=steps, committed_tokens=committed,
+                               accepted_tokens=int(meta.get("spec_num_correct_drafts")
+                                                   or max(committed - steps, 0)))
 
 
 class SGLangEngine:
     def __init__(self, cfg: SGLangConfig) -> None:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name
-        self._engine = None
+        self._engine: Any = None
         self._active: set[str] = set()
         self._aborted: set[str] = set()
-        self._chat = None
+        self._chat: ChatTemplate | None = None
+        self._max_context: int | None = None
 
     @property
-    def chat(self):
+    def chat(self) -> ChatTemplate:
         if self._chat is None:
             from turnspec.engine.chat import ChatTemplate
 
@@ -73,20 +156,28 @@ class SGLangEngine:
 
     @property
     def max_context(self) -> int:
-        from turnspec.engine.model.config import ModelConfig
+        if self._max_context is None:
+            from turnspec.engine.model.config import ModelConfig
 
-        return ModelConfig.from_model_dir(self.cfg.model_dir).max_position_embeddings
+            self._max_context = ModelConfig.from_model_dir(
+                self.cfg.model_dir).max_position_embeddings
+        return self._max_context
 
     async def start(self) -> None:
-        try:
-            import sglang
-        except ImportError as e:
-            raise EngineError(f"--engine sglang needs the sglang package on a GPU machine ({e})") from None
-        self._engine = sglang.Engine(**self.cfg.engine_kwargs())
+        """Launch SGLang's scheduler processes (a minute or two: weights, CUDA graphs) off the
+        loop, so health checks keep answering "starting"; then bind its output loop here."""
+        if not sglang_available():
+            raise EngineError(INSTALL_HINT)
+        import sglang
+
+        self._engine = await asyncio.to_thread(sglang.Engine, **self.cfg.engine_kwargs())
+        # SGLang binds its response loop (and, in the main thread, its own SIGTERM handler:
+        # ServerApp re-installs ours after start) to the first loop that asks.
+        self._engine.tokenizer_manager.auto_create_handle_loop()
 
     async def shutdown(self) -> None:
         if self._engine is not None:
-            self._engine.shutdown()
+            await asyncio.to_thread(self._engine.shutdown)
             self._engine = None
 
     def stats(self) -> EngineStats:
@@ -94,7 +185,7 @@ class SGLangEngine:
         return EngineStats(len(self._active), 0, 0, 0, 0)
 
     async def abort(self, request_id: str) -> None:
-        """Idempotent: one abort_request per request."""
+        """Idempotent: one abort_request per request; SGLang frees its KV at the next step."""
         if self._engine is not None and request_id in self._active \
                 and request_id not in self._aborted:
             self._aborted.add(request_id)
@@ -104,65 +195,36 @@ class SGLangEngine:
         if self._engine is None:
             raise EngineError("sglang engine not started")
         if len(request.prompt_token_ids) >= self.max_context:
-            raise EngineError(f"prompt has {len(request.prompt_token_ids)} tokens; context is {self.max_context}")
-        return DeltaStream(request.request_id, self._stream(request), self.abort)
+            raise EngineError(f"prompt has {len(request.prompt_token_ids)} tokens; this model's "
+                              f"context is {self.max_context} tokens")
+        if request.request_id in self._active:
+            raise EngineError(f"request_id {request.request_id!r} is already in flight")
+        params = sampling_params(request)
+        self._active.add(request.request_id)
+        return DeltaStream(request.request_id, self._stream(request, params), self.abort)
 
-    def _sampling(self, request: GenerateRequest) -> dict:
-        s = request.sampling
-        params = {"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k or -1,
-                  "max_new_tokens": s.max_tokens, "stop": list(s.stop), "ignore_eos": s.ignore_eos,
-                  "stop_token_ids": list(s.stop_token_ids)}
-        if request.grammar is not None:
-            tag = getattr(request.grammar, "structural_tag", None)
-            if not tag:
-                raise EngineError("sglang backend: the grammar carries no structural tag")
-            params["structural_tag"] = tag
-        return params
-
-    async def _stream(self, request: GenerateRequest) -> AsyncIterator[Delta]:
+    async def _stream(self, request: GenerateRequest,
+                      params: dict[str, Any]) -> AsyncIterator[Delta]:
         rid = request.request_id
         t0, t_first = time.perf_counter(), None
         timing = Timing(received_unix_ms=time.time() * 1000.0, accepted_at=t0,
                         prompt_tokens=len(request.prompt_token_ids))
-        self._active.add(rid)
         try:
             gen = await self._engine.async_generate(
-                input_ids=request.prompt_token_ids, sampling_params=self._sampling(request),
-                stream=True, rid=rid)
+                input_ids=request.prompt_token_ids, sampling_params=params, stream=True,
+                rid=rid, external_trace_header=request.trace)
             async for chunk in gen:
                 meta = chunk.get("meta_info", {})
                 ids = list(chunk.get("output_ids") or [])
                 if ids and t_first is None:
                     t_first = time.perf_counter()
-                fin = meta.get("finish_reason")
                 delta = Delta(rid, ids, chunk.get("text", ""))
-                if fin is not None:
-                    self._fill_final(delta, fin, meta, timing, t0, t_first)
+                done = meta.get("finish_reason") is not None
+                if done:
+                    final_delta(delta, meta, timing, t0, t_first, time.perf_counter())
                 yield delta
-                if fin is not None:
+                if done:
                     return
         finally:  # a consumer that closes early has already aborted (DeltaStream.aclose)
             self._active.discard(rid)
             self._aborted.discard(rid)
-
-    @staticmethod
-    def _fill_final(delta: Delta, fin: dict, meta: dict, timing: Timing, t0: float, t_first: float | None) -> None:
-        now = time.perf_counter()
-        kind = fin.get("type") if isinstance(fin, dict) else str(fin)
-        delta.finished = True
-        delta.finish_reason = {"stop": "stop", "length": "length", "abort": "abort"}.get(kind, "error")
-        if delta.finish_reason == "error":
-            delta.error = str(fin)
-        first = t_first or now
-        timing.first_token_ms = (first - t0) * 1000.0
-        timing.decode_ms = (now - first) * 1000.0
-        timing.queue_ms = float(meta.get("queue_time") or 0.0) * 1000.0
-        timing.cached_tokens = int(meta.get("cached_tokens") or 0)
-        timing.prefill_tokens = timing.prompt_tokens - timing.cached_tokens
-        timing.completion_tokens = int(meta.get("completion_tokens") or 0)
-        delta.timing = timing
-        steps = int(meta.get("spec_verify_ct") or 0)
-        if steps:
-            delta.spec = SpecStats(verify_steps=steps, committed_tokens=timing.completion_tokens,
-                                   accepted_tokens=max(timing.completion_tokens - steps, 0))
-

@@ -16,9 +16,11 @@ _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 
 class ResponsesSocketClient:
-    def __init__(self, url: str, api_key: str | None = None):
+    def __init__(self, url: str, api_key: str | None = None,
+                 headers: dict[str, str] | None = None):
+        """`headers` go on the upgrade request (e.g. a W3C `traceparent` for the connection)."""
         self.url = url
-        self._headers = auth_headers(api_key)
+        self._headers = {**auth_headers(api_key), **(headers or {})}
         self._session: aiohttp.ClientSession | None = None
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self._pings = 0

@@ -22,6 +22,7 @@ from turnspec.server.transports.grpc_generation import GrpcServer
 from turnspec.server.transports.http import build_http_app
 
 log = logging.getLogger("turnspec.server")
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class ServerApp:
@@ -35,6 +36,7 @@ class ServerApp:
         self.grpc_port: int | None = None
         self._stop = asyncio.Event()
         self._stopped = False
+        self._signals = False  # our SIGTERM/SIGINT handlers are installed
 
     async def start_transports(self) -> None:
         """Bind and serve; until `start_engine()` completes health says not ready."""
@@ -55,6 +57,8 @@ class ServerApp:
 
     async def start_engine(self) -> None:
         await self.hub.start_engine()
+        if self._signals:  # an engine may bind its own (SGLang's SIGTERM handler): ours drain
+            self._install_signals()
 
     async def start(self) -> None:
         await self.start_transports()
@@ -74,16 +78,22 @@ class ServerApp:
     def request_stop(self) -> None:
         self._stop.set()
 
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in _SIGNALS:
+            loop.add_signal_handler(sig, self._stop.set)
+        self._signals = True
+
     async def serve_until_signal(self) -> None:
         """Run until SIGTERM/SIGINT (or `request_stop()`), then shut down gracefully."""
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._stop.set)
+        self._install_signals()
         try:
             await self._stop.wait()
         finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
+            loop = asyncio.get_running_loop()
+            for sig in _SIGNALS:
                 loop.remove_signal_handler(sig)
+            self._signals = False
         await self.shutdown()
 
     async def shutdown(self, drain_seconds: float | None = None, stop_engine: bool = True) -> None:

@@ -103,7 +103,9 @@ def build_tracer_provider(cfg: TracingConfig, service: str = "turnspec") -> Trac
             url = cfg.otlp_endpoint.rstrip("/")
             exporter = HttpSpanExporter(endpoint=url if url.endswith("/v1/traces")
                                         else url + "/v1/traces")
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        # ~9 spans a turn: room for ~900 turns between exports (5 s) before any is dropped
+        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=8192,
+                                                       max_export_batch_size=1024))
     if cfg.console:
         provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
     return provider

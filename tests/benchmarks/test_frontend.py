@@ -26,3 +26,20 @@ def test_bench_frontend_writes_table_and_json(tmp_path, smollm2_dir, capsys):
         assert r["tokens"] == 6 * 3  # lags of tokens 1..3 per request
     assert set(data["overhead"]) == {"http", "ws", "grpc"}
     assert data["config"]["concurrency"] == 3
+
+
+def test_bench_frontend_measures_tracing_on_against_off(tmp_path, smollm2_dir, capsys):
+    parser = argparse.ArgumentParser()
+    bench_frontend.register(parser.add_subparsers(dest="bench_command"))
+    out = tmp_path / "bf.json"
+    args = parser.parse_args(["frontend", "--model", str(smollm2_dir), "--concurrency", "2",
+                              "--requests", "2", "--tokens", "4", "--first-token-ms", "2",
+                              "--interval-ms", "2", "--transports", "ws,grpc",
+                              "--trace", "both", "--json", str(out)])
+    assert args.func(args) == 0
+    assert "tracing on (OTLP/gRPC to a local receiver" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert set(data["results"]) == {"in-process", "ws", "grpc", "ws+trace", "grpc+trace"}
+    assert set(data["tracing_overhead"]) == {"ws", "grpc"}
+    # every traced turn (2 streams x 2 requests + warm-up) exported its root and hop spans
+    assert data["spans_received"] >= 2 * 4 * 7

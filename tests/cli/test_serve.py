@@ -20,6 +20,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from turnspec.benchmarks.otlp_sink import OtlpSink
 from turnspec.loadtest.clients import ResponsesSocketClient
 
 KEY = "cli-test-key"
@@ -133,3 +134,55 @@ async def test_serve_lifecycle(serve_proc):
     log = "".join(seen)
     assert re.search(r"INFO turnspec\.server: ws req_\w+ length prompt=\d+", log), log
     assert re.search(r"INFO turnspec\.server: http rejected 503 server_shutting_down", log), log
+
+
+async def test_serve_exports_a_ws_turn_over_otlp_and_serves_metrics(smollm2_dir):
+    """The contract: `--otlp-endpoint http://HOST:PORT` exports OTLP/gRPC; a WS turn whose
+    upgrade carries `traceparent` yields >= 3 server spans in that trace; /metrics has a
+    time_to_first_token metric."""
+    collector = OtlpSink()
+    trace_id = "5bf92f3577b34da6a3ce929d0e0e4737"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "serve", "--port", "0", "--grpc-port", "-1", "--model",
+         str(smollm2_dir), "--speculator", "none", "--max-context", "1024",
+         "--otlp-endpoint", f"http://127.0.0.1:{collector.port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    seen: list[str] = []
+    try:
+        port = int(_wait_line(out, r"listening on http://127\.0\.0\.1:(\d+)", seen).group(1))
+        _wait_line(out, r"turnspec: ready", seen)
+        ws = await ResponsesSocketClient(
+            f"ws://127.0.0.1:{port}/v1/responses",
+            headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}).connect()
+        try:
+            rec = await ws.create("Say hello.", max_output_tokens=8)
+        finally:
+            await ws.close()
+        assert rec.ok and rec.timing["trace_id"] == trace_id
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            assert "time_to_first_token" in r.read().decode()
+        proc.send_signal(signal.SIGTERM)  # shutdown flushes the batch of spans
+        assert await asyncio.to_thread(proc.wait, 60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        collector.stop()
+    ours = [s for s in collector.spans if s.trace_id.hex() == trace_id]
+    assert len(ours) >= 3, [s.name for s in collector.spans]
+    assert {"turnspec.engine.prefill", "turnspec.engine.decode"} <= {s.name for s in ours}
+    while (line := out.get(timeout=10)) is not None:
+        seen.append(line)
+    assert re.search(rf"ws req_\w+ \w+ prompt=.* trace_id={trace_id}", "".join(seen))
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("sglang") is not None,
+                    reason="sglang installed")
+def test_serve_engine_sglang_without_sglang_fails_fast_with_a_hint(smollm2_dir, capsys):
+    from turnspec.cli.main import main
+
+    code = main(["serve", "--engine", "sglang", "--model", str(smollm2_dir), "--port", "0"])
+    assert code == 2  # before any port is bound or engine built
+    err = capsys.readouterr().err
+    assert "needs the sglang package" in err and "scripts/gpu/README.md" in err

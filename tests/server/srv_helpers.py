@@ -16,9 +16,10 @@ WEATHER_TOOL = {"type": "function", "function": {
 WEATHER_TOOL_FLAT = {"type": "function", **WEATHER_TOOL["function"]}  # Responses form
 
 
-def start_server(engine, **config) -> ThreadedServer:
+def start_server(engine, tracer_provider=None, **config) -> ThreadedServer:
     cfg = {"host": "127.0.0.1", "port": 0, "grpc_port": 0, "default_max_tokens": 16, **config}
-    return ThreadedServer(engine, ServerConfig(**cfg), stop_engine=False).start()
+    return ThreadedServer(engine, ServerConfig(**cfg), stop_engine=False,
+                          tracer_provider=tracer_provider).start()
 
 
 def scrape(port: int) -> dict[str, float]:

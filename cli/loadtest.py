@@ -16,7 +16,13 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported lazily at run time: `turnspec --help` stays fast
+    from turnspec.loadtest.runner import RunConfig
+    from turnspec.loadtest.stats import Slo
+    from turnspec.loadtest.targets import Target
+    from turnspec.loadtest.workload import WorkloadSpec
 
 DEFAULT_DURATION_S = 20.0
 
@@ -67,8 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--api-key", default=None)
     o = p.add_argument_group("report")
     o.add_argument("--out", help="write the result JSON here")
-    o.add_argument("--history", default="loadtest-history.jsonl",
-                   help="append args + results here (default: %(default)s; '' for none)")
+    o.add_argument("--history", default=None,
+                   help="append args + results here (default: loadtest/history.jsonl in the "
+                   "turnspec cache, $TURNSPEC_CACHE or ~/.cache/turnspec; '' for none)")
     o.add_argument("--details", help="per-turn CSV")
     o.add_argument("--plot", help="PNG plots into this folder (matplotlib)")
     o.add_argument("--slo", help="goodput bounds, e.g. ttft:300,ttfs:800,itl:60,e2e:3000")
@@ -137,9 +144,10 @@ def run(args: argparse.Namespace) -> int:
     final = results[0][0] if len(results) == 1 else sweep_result([r for r, _ in results])
     if args.out:
         report.write_json(final, args.out)
-    if args.history:
+    history = args.history if args.history is not None else _default_history()
+    if history:
         for res, _ in results:
-            report.append_history(res, args.history)
+            report.append_history(res, history)
     if args.details:
         report.write_details([r for _, recs in results for r in recs], args.details)
     if args.plot:
@@ -155,6 +163,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_history() -> Path:
+    from turnspec.engine.model.prepare import default_cache_root
+
+    return default_cache_root() / "loadtest" / "history.jsonl"
+
+
 def _tokenizer(args: argparse.Namespace) -> Any:
     from turnspec.engine.model.prepare import default_model_dir
     from turnspec.loadtest.workload import load_tokenizer
@@ -167,7 +181,8 @@ def _tokenizer(args: argparse.Namespace) -> Any:
     return load_tokenizer(str(folder))
 
 
-async def _run_once(args: argparse.Namespace, target: Any, spec: Any, cfg: Any, slo: Any,
+async def _run_once(args: argparse.Namespace, target: Target, spec: WorkloadSpec,
+                    cfg: RunConfig, slo: Slo | None,
                     tokenizer: Any) -> tuple[dict[str, Any], list[Any]]:
     from turnspec.loadtest.aggregate import build_result
     from turnspec.loadtest.progress import LiveProgress

@@ -58,5 +58,8 @@ class LiveProgress:
 
     def stop(self) -> None:
         if self._progress is not None:
+            done = self.ok + self.errors
+            self._progress.update(self._task, completed=done if self.requests is not None
+                                  else self.duration_s, stats=f"{done} turns, {self.errors} errors")
             self._progress.stop()
             self._progress = None

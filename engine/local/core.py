@@ -165,13 +165,15 @@ class EngineCore:
             raise EngineError(f"request_id {req.request_id!r} is already in flight")
         self.admit(req)
 
-    def admit(self, req: GenerateRequest) -> None:
-        """Queue a request its caller has validated (`LocalEngine.generate` did, on its loop)."""
+    def admit(self, req: GenerateRequest, accepted: tuple[float, float] | None = None) -> None:
+        """Queue a request its caller has validated (`LocalEngine.generate` did, on its loop,
+        at `accepted`: its queue time runs from there, the wait for the current step included)."""
         stop_ids = frozenset(req.sampling.stop_token_ids) | (
             frozenset() if req.sampling.ignore_eos else self.eos_ids)
         detok = IncrementalDetokenizer(self.tokenizer, req.sampling.stop, self.special_ids)
         block = self.spec_block if req.spec_block_size is None else min(req.spec_block_size, self.spec_block)
-        seq = Sequence.create(req, detok, stop_ids, block if self.drafter is not None else 0)
+        seq = Sequence.create(req, detok, stop_ids, block if self.drafter is not None else 0,
+                              accepted)
         self.seqs[req.request_id] = seq
         self.scheduler.add(seq)
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class LocalEngine:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name
         self.core: EngineCore | None = None
-        self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()  # add | abort
         self._wake = threading.Event()
         self._streams: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Delta]]] = {}
         self._aborted: set[str] = set()  # abort sent to the core, final delta not delivered yet
@@ -93,7 +94,8 @@ class LocalEngine:
         loop = asyncio.get_running_loop()
         q: asyncio.Queue[Delta] = asyncio.Queue()
         self._streams[request.request_id] = (loop, q)
-        self._inbox.put(("add", request))
+        # accepted now: the wait for the engine thread's current step is queue time
+        self._inbox.put(("add", (request, (time.perf_counter(), time.time() * 1000.0))))
         self._wake.set()
         return DeltaStream(request.request_id, self._deltas(q), self.abort)
 
@@ -195,7 +197,8 @@ class LocalEngine:
             except queue.Empty:
                 return
             if kind == "add":
-                core.admit(item)  # type: ignore[arg-type]  # generate() validated it
+                request, accepted = item  # type: ignore[misc]  # generate() validated it
+                core.admit(request, accepted)
             else:
                 core.abort(item)  # type: ignore[arg-type]
 

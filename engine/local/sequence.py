@@ -49,12 +49,16 @@ class Sequence:
 
     @classmethod
     def create(cls, request: GenerateRequest, detok: IncrementalDetokenizer,
-               stop_ids: frozenset[int], spec_block: int) -> Sequence:
+               stop_ids: frozenset[int], spec_block: int,
+               accepted: tuple[float, float] | None = None) -> Sequence:
+        """`accepted`: (time.perf_counter(), unix ms) when the engine took the request, if
+        before now (LocalEngine.generate, while the engine thread finished its step)."""
         seq = cls(request=request, detok=detok, stop_ids=stop_ids,
                   token_ids=list(request.prompt_token_ids),
                   prompt_len=len(request.prompt_token_ids), spec_block=spec_block)
-        seq.t_received = seq.timing.accepted_at = time.perf_counter()
-        seq.timing.received_unix_ms = time.time() * 1000.0
+        perf, unix_ms = accepted or (time.perf_counter(), time.time() * 1000.0)
+        seq.t_received = seq.timing.accepted_at = perf
+        seq.timing.received_unix_ms = unix_ms
         seq.timing.prompt_tokens = seq.prompt_len
         s = request.sampling
         if not s.greedy:

@@ -3,5 +3,5 @@
 # repo as the `turnspec` package.
 mkdir -p /tmp/ts && ln -sfn "$PWD" /tmp/ts/turnspec
 export PYTHONPATH=/tmp/sgsite:/tmp/ts PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
-  SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 TOKENIZERS_PARALLELISM=false
+  SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 TOKENIZERS_PARALLELISM=false TRITON_INTERPRET=0
 ts() { python3 -m turnspec.cli.main "$@"; }

@@ -7,7 +7,7 @@
   generated from the committed .proto, the public contract; no server code is imported).
 
 Each has `probe_rtt()` (a round trip on the same connection or pool: HTTP keep-alive
-`GET /health`, a WS `ping` event, gRPC `grpc.health.v1.Health/Check` on the same channel) and
+`GET /v1/models`, a WS `ping` event, gRPC `grpc.health.v1.Health/Check` on the same channel) and
 barge-in (`cancel_after_chunks`: WS `response.cancel`, gRPC `Abort`, HTTP closes the stream).
 Errors never raise: they come back as a record with `ok=False` and `error` set.
 """
@@ -41,11 +41,13 @@ class ChatCompletionsClient:
             connector=aiohttp.TCPConnector(limit=max_connections),
             timeout=aiohttp.ClientTimeout(total=None))
 
-    async def probe_rtt(self, path: str = "/health") -> float | None:
-        """A keep-alive GET on the same pool; any HTTP answer is one round trip."""
+    async def probe_rtt(self) -> float | None:
+        """A keep-alive `GET /v1/models` on the same pool; any HTTP answer is one round trip.
+        Not `/health`: SGLang's runs a generation (~1 s on the H200), which is no round trip."""
         t0 = time.perf_counter()
         try:
-            async with self._session.get(self.root + path, headers=self._headers) as resp:
+            async with self._session.get(self.base_url + "/models",
+                                         headers=self._headers) as resp:
                 await resp.read()
         except (aiohttp.ClientError, OSError):
             return None

@@ -41,6 +41,9 @@ unpack)                                           # on the device, after the las
     /tmp/sgcarry/sgl1/*.whl /tmp/sgcarry/sgl2/*.whl
   mkdir -p /tmp/sgsite/IPython && touch /tmp/sgsite/IPython/__init__.py   # sglang imports it
   printf 'def display(*a, **k): pass\nclass HTML(str): pass\n' > /tmp/sgsite/IPython/display.py
+  # launch_server's realtime-audio routes import soundfile (native libsndfile): never used here
+  mkdir -p /tmp/sgsite/soundfile && printf 'def __getattr__(name):\n    raise ImportError(f"soundfile.{name}: not carried to this machine")\n' \
+    > /tmp/sgsite/soundfile/__init__.py
   sha256sum /tmp/sgcarry/drafter/model.safetensors | cut -c1-16
   source scripts/gpu/sglang_env.sh
   python3 -m turnspec.cli.main models prepare --gguf /tmp/sgcarry/smollm2.gguf 2>&1 | tail -n 1

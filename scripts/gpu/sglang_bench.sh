@@ -12,8 +12,8 @@ source scripts/gpu/sglang_env.sh
 D=${DRAFTER:-/tmp/sgcarry/drafter}
 M=$(python3 -m turnspec.cli.main models prepare 2>/dev/null | tail -n 1)
 R=runs/sglang-bench; mkdir -p $R
-LT="--sweep 1,8,32 --duration ${DUR:-12} --warmup 2 --grace 10 --no-progress"
-SGL="--sglang-arg cuda_graph_max_bs=32"
+LT="--sweep 1,8,32 --duration ${DUR:-12} --warmup 2 --grace 10 --no-progress ${LT_EXTRA:-}"
+SGL="--sglang-arg cuda_graph_max_bs_decode=32"
 up() {  # up NAME PORT CMD...: start a server, wait until it answers
   local name=$1 port=$2; shift 2
   "$@" > $R/$name.log 2>&1 & echo $! > $R/$name.pid
@@ -40,12 +40,13 @@ case "${1:-}" in
   down b
   ;;
 2)
+  [ -f $R/c-ws.json ] || {  # (a rerun after (d) failed keeps (c))
   up c 18003 ts serve --engine local --device cuda --model "$M" --speculator "$D" --port 18003 --grpc-port -1 &&
     load c-ws ws://127.0.0.1:18003/v1/responses voice
-  down c
+  down c; }
   up d 18004 python3 -m sglang.launch_server --model-path "$M" --speculative-algorithm DFLASH \
       --speculative-draft-model-path "$D" --attention-backend triton --sampling-backend pytorch \
-      --dtype bfloat16 --mem-fraction-static 0.85 --cuda-graph-max-bs 32 --enable-metrics \
+      --dtype bfloat16 --mem-fraction-static 0.85 --cuda-graph-max-bs-decode 32 --enable-metrics \
       --host 127.0.0.1 --port 18004 &&
     { load d-http-voice http://127.0.0.1:18004/v1 voice
       load d-http http://127.0.0.1:18004/v1 synthetic:900,64; }

@@ -5,8 +5,9 @@
 #   bash scripts/gpu/sglang_wheels.sh        -> .gpu-carry/sgl1 (~58 MiB), .gpu-carry/sgl2 (~23 MiB)
 # scripts/gpu/sglang.sh packs them with the model and the drafter; its `unpack` installs them
 # on the device into /tmp/sgsite (pip --target, no index, no deps) and writes the IPython stub
-# sglang imports. Trimmed: sglang-kernel without the FA3 kernels (flash_ops, 342 MB: serve with
-# attention_backend "triton"), sm100/, flashmla and infllm ops. Pinned beside sglang:
+# sglang imports. Trimmed: sglang-kernel without the FA3 kernels (flash_ops, 1.1 GB: serve with
+# attention_backend "triton") and the sm100, flashmla and infllm shared objects (their Python
+# modules stay: sgl_kernel imports them at start). Pinned beside sglang:
 # - transformers 5.12.1 + tokenizers 0.22.2: sglang 0.5.17 fails to import under the image's
 #   transformers 5.17 ("'qwen3_asr' is already used by a Transformers config");
 # - xgrammar 0.2.9 instead of sglang's 0.2.1: our server compiles tool grammars with 0.2.9, whose
@@ -14,7 +15,10 @@
 #   GrammarCompiler / GrammarMatcher / StructuralTag API both versions share;
 # - the server's own needs the image lacks: grpc health + reflection, protobuf 6 (our generated
 #   stubs, and the grpcio they were generated for), the OpenTelemetry SDK and OTLP/gRPC exporter,
-#   pytest-asyncio for the GPU tests.
+#   pytest-asyncio for the GPU tests;
+# - what `python -m sglang.launch_server` (SGLang's own server, the peer in the benchmark) imports
+#   and the image lacks: jsonschema (+ its three), python-multipart. Its realtime-audio routes
+#   import soundfile, which `sglang.sh unpack` stubs (audio is never served here).
 set -euo pipefail
 out=.gpu-carry; mkdir -p "$out/dl" "$out/sgl1" "$out/sgl2"
 grep -qx '/.gpu-carry/' .git/info/exclude 2>/dev/null || echo '/.gpu-carry/' >> .git/info/exclude
@@ -44,6 +48,8 @@ SGL1="sglang==0.5.17 flashinfer-python==0.6.15.post1 apache-tvm-ffi==0.1.11 pyda
  uvicorn==0.55.0 starlette==0.50.0 loguru==0.7.3 typing-extensions==4.16.0 setproctitle==1.3.8
  distro==1.9.0 typing-inspection==0.4.5 annotated-types==0.8.0 partial-json-parser==0.2.1.1.post7 sniffio==1.3.1"
 SGL2="transformers==5.12.1 tokenizers==0.22.2 xgrammar==0.2.9 protobuf==6.33.6 grpcio==1.85.3
+ jsonschema==4.25.1 jsonschema-specifications==2025.9.1 referencing==0.36.2 rpds-py==0.27.1
+ python-multipart==0.0.20
  grpcio-health-checking==1.81.1 grpcio-reflection==1.81.1 opentelemetry-api==1.45.2
  opentelemetry-sdk==1.45.2 opentelemetry-semantic-conventions==0.66b2 opentelemetry-proto==1.45.2
  opentelemetry-exporter-otlp-proto-grpc==1.45.2 opentelemetry-exporter-otlp-proto-common==1.45.2
@@ -53,7 +59,7 @@ for w in $SGL1; do dl "$w"; done
 mv "$out"/dl/*.whl "$out/sgl1/"
 dl sglang-kernel==0.4.5
 trim "$out"/dl/sglang_kernel-0.4.5-*.whl "$out/sgl1/$(basename "$out"/dl/sglang_kernel-0.4.5-*.whl)" \
-  'flash_ops|/sm100/|flashmla|infllm'
+  '(flash_ops|/sm100/|flashmla|infllm)[^/]*\.so$'
 rm -f "$out"/dl/*.whl
 for w in $SGL2; do dl "$w"; done
 mv "$out"/dl/*.whl "$out/sgl2/"

@@ -41,7 +41,7 @@ def server(smollm2_dir: Path):
     cmd = [sys.executable, "-m", "turnspec.cli.main", "serve", "--engine", "sglang",
            "--model", str(smollm2_dir), "--speculator", drafter, "--port", "0",
            "--grpc-port", "0", "--default-max-tokens", "64",
-           "--sglang-arg", "cuda_graph_max_bs=32"]
+           "--sglang-arg", "cuda_graph_max_bs_decode=32"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] and lines.put(None),

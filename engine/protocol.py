@@ -107,7 +107,9 @@ class Timing:
     completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        """The timing as reported (`accepted_at` is process-local and stays out)."""
+        return {k: getattr(self, k) for k in self.__slots__  # type: ignore[attr-defined]
+                if k != "accepted_at"}
 
 
 @dataclass(slots=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -112,7 +113,7 @@ class GenerationClient:
                 if (cancel_after_chunks is not None and len(rec.chunk_ms) >= cancel_after_chunks
                         and rec.cancel_ms is None):
                     rec.cancel_sent()
-                    task = asyncio.create_task(self.abort(request_id))
+                    task = asyncio.create_task(self._cancel(request_id))
                     self._aborts.add(task)
                     task.add_done_callback(self._aborts.discard)
         except grpc.aio.AioRpcError as e:
@@ -123,12 +124,16 @@ class GenerationClient:
         return rec.end(True, rec.end_server_us)
 
     async def abort(self, request_id: str) -> bool:
-        try:
-            resp = await self.stub.Abort(pb.AbortRequest(request_id=request_id),
-                                         metadata=self._metadata)
-        except grpc.aio.AioRpcError:
-            return False
+        """True if the server knew the request; a refused call (bad key) raises AioRpcError."""
+        resp = await self.stub.Abort(pb.AbortRequest(request_id=request_id),
+                                     metadata=self._metadata)
         return resp.found
+
+    async def _cancel(self, request_id: str) -> None:
+        # a mid-stream cancel whose Abort fails shows in the record: the stream then ends
+        # with its own finish reason instead of "abort"
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await self.abort(request_id)
 
     async def close(self) -> None:
         await self.channel.close()

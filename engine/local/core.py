@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -21,7 +22,7 @@ from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.grammar_mask import mask_next
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sampling import sample_rows
-from turnspec.engine.local.scheduler import Scheduler
+from turnspec.engine.local.scheduler import ScheduledBatch, Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import spec_decode
@@ -143,6 +144,9 @@ class EngineCore:
         self.special_ids = frozenset(tokenizer.all_special_ids)
         self.seqs: dict[str, Sequence] = {}
         self.pending_aborts: list[str] = []
+        # test-only: called with each scheduled batch before it runs; raising there fails the
+        # batch as a real step failure would (tests/engine/local/test_core_faults.py)
+        self.fault_hook: Callable[[ScheduledBatch], None] | None = None
 
     # -- requests --------------------------------------------------------------------------
     def validate(self, req: GenerateRequest) -> None:
@@ -193,11 +197,24 @@ class EngineCore:
 
     # -- the step --------------------------------------------------------------------------
     def step(self) -> list[Delta]:
-        t0, fwd0 = time.perf_counter(), self.runner.forward_seconds
+        """One step. An exception while running the batch fails only that batch's requests
+        (each with an error delta that names the exception); the engine keeps serving."""
         deltas = self._apply_aborts()
         batch = self.scheduler.schedule()
         if batch is None:
             return deltas
+        try:
+            if self.fault_hook is not None:
+                self.fault_hook(batch)
+            self._run_batch(batch, deltas)
+        except Exception as e:
+            log.exception("engine %s step failed for %d request(s)", batch.kind, len(batch.seqs))
+            deltas += self.fail(batch.seqs, f"engine {batch.kind} step failed: "
+                                f"{type(e).__name__}: {e}")
+        return deltas
+
+    def _run_batch(self, batch: ScheduledBatch, deltas: list[Delta]) -> None:
+        t0, fwd0 = time.perf_counter(), self.runner.forward_seconds
         seqs = batch.seqs
         t_run = time.perf_counter()
         speculative = batch.kind != "prefill" and self.drafter is not None \
@@ -214,7 +231,6 @@ class EngineCore:
         for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
             seq.timing.engine_host_ms += overhead * 1000.0
             deltas.append(self._postprocess(seq, toks, adv, batch.kind == "prefill"))
-        return deltas
 
     def _prefill(self, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
         rows = [(s, s.token_ids[s.num_computed:]) for s in seqs]
@@ -282,8 +298,9 @@ class EngineCore:
             self._finish(seq, delta, now)
         return delta
 
-    def _finish(self, seq: Sequence, delta: Delta, now: float) -> None:
-        self.scheduler.commit(seq)  # computed full blocks stay reusable (next turn, same prefix)
+    def _finish(self, seq: Sequence, delta: Delta, now: float, publish: bool = True) -> None:
+        if publish:  # computed full blocks stay reusable (next turn, same prefix)
+            self.scheduler.commit(seq)
         self.scheduler.finish(seq)
         self.seqs.pop(seq.request_id, None)
         tm = seq.timing
@@ -301,16 +318,25 @@ class EngineCore:
         delta.timing = tm
         delta.spec = seq.spec if seq.spec.verify_steps else None
 
-    def fail_all(self, message: str) -> list[Delta]:
-        """Finish every in-flight request with an error (after an unexpected step failure)."""
+    def fail(self, seqs: list[Sequence], message: str) -> list[Delta]:
+        """Finish `seqs` (those still in flight) with an error delta carrying `message`. Their
+        blocks are freed without publishing anything to the prefix cache: a failed step may
+        have left partial KV behind."""
         deltas = []
-        for seq in list(self.seqs.values()):
+        now = time.perf_counter()
+        for seq in seqs:
+            if self.seqs.get(seq.request_id) is not seq:
+                continue  # finished earlier in the failed step (its final delta went out)
             seq.finish_reason = "error"
             delta = Delta(seq.request_id, [], seq.detok.take(final=True))
-            self._finish(seq, delta, time.perf_counter())
+            self._finish(seq, delta, now, publish=False)
             delta.error = message
             deltas.append(delta)
         return deltas
+
+    def fail_all(self, message: str) -> list[Delta]:
+        """Finish every in-flight request with an error (a failure outside any batch)."""
+        return self.fail(list(self.seqs.values()), message)
 
     def _apply_aborts(self) -> list[Delta]:
         deltas = []

@@ -211,8 +211,8 @@ class LocalEngine:
                 self._wake.clear()
                 continue
             try:
-                deltas = core.step()
-            except Exception as e:  # a bug must not hang every client: fail what is in flight
+                deltas = core.step()  # fails only its batch when running the batch raises
+            except Exception as e:  # outside any batch (aborts, scheduling): fail what is in flight
                 log.exception("engine step failed")
                 deltas = core.fail_all(f"engine step failed: {type(e).__name__}: {e}")
             for d in deltas:

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from turnspec.cli.serve_limits import add_limit_args, limit_config_from_args
 from turnspec.engine.local.args import (
     add_engine_args,
     default_speculator,
@@ -68,6 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "else as a string); repeatable")
     add_engine_args(p, speculator_default=default_speculator())
     add_fake_engine_args(p)
+    add_limit_args(p)
     p.set_defaults(func=run)
 
 
@@ -105,7 +107,8 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         grpc_port=None if args.grpc_port < 0 else args.grpc_port, api_key=api_key,
         max_running=args.max_running, max_queue=args.max_queue,
         default_max_tokens=args.default_max_tokens, max_message_bytes=args.max_message_bytes,
-        drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size)
+        drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size,
+        **limit_config_from_args(args))
 
 
 def add_fake_engine_args(p: argparse.ArgumentParser) -> None:
@@ -152,7 +155,8 @@ async def _serve(args: argparse.Namespace, engine: Engine) -> int:
                             console=args.trace_console, sample_ratio=args.trace_sample)
     app = ServerApp(engine, config, build_tracer_provider(tracing))
     await app.start_transports()
-    print(f"turnspec: listening on http://{config.host}:{app.port} (HTTP, WS) and "
+    scheme = "https" if config.tls_cert else "http"
+    print(f"turnspec: listening on {scheme}://{config.host}:{app.port} (HTTP, WS) and "
           f"{'gRPC ' + config.host + ':' + str(app.grpc_port) if app.grpc_port else 'no gRPC'}"
           "; loading the engine...", flush=True)
     serving = asyncio.create_task(app.serve_until_signal())

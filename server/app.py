@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from turnspec.engine.protocol import Engine
 from turnspec.server.config import ServerConfig
 from turnspec.server.hub import SessionHub
+from turnspec.server.tls import http_ssl_context
 from turnspec.server.transports.grpc_generation import GrpcServer
 from turnspec.server.transports.http import build_http_app
 
@@ -44,9 +45,12 @@ class ServerApp:
         app = build_http_app(self.hub)
         # handler_cancellation: a client that disconnects cancels its handler -> engine abort.
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
-                                     shutdown_timeout=1.0)
+                                     shutdown_timeout=1.0,
+                                     keepalive_timeout=cfg.http_keepalive_s)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, cfg.host, cfg.port, reuse_address=True)
+        ssl_context = http_ssl_context(cfg.tls_cert, cfg.tls_key) if cfg.tls_cert else None
+        site = web.TCPSite(self._runner, cfg.host, cfg.port, reuse_address=True,
+                           ssl_context=ssl_context)
         await site.start()
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
@@ -65,14 +69,14 @@ class ServerApp:
         await self.start_engine()
 
     def listening(self) -> str:
-        h = self.config.host
+        h, tls = self.config.host, self.config.tls_cert is not None
         lines = [f"turnspec: model {self.hub.engine.model_name}",
-                 f"  HTTP      http://{h}:{self.port}/v1  (chat/completions, models, "
-                 "/health, /metrics)",
-                 f"  WebSocket ws://{h}:{self.port}/v1/responses"]
+                 f"  HTTP      http{'s' * tls}://{h}:{self.port}/v1  (chat/completions, "
+                 "models, /health, /metrics)",
+                 f"  WebSocket ws{'s' * tls}://{h}:{self.port}/v1/responses"]
         if self.grpc_port is not None:
-            lines.append(f"  gRPC      {h}:{self.grpc_port}  (turnspec.v1.Generation, health, "
-                         "reflection)")
+            lines.append(f"  gRPC      {h}:{self.grpc_port}{' (TLS)' * tls}  "
+                         "(turnspec.v1.Generation, health, reflection)")
         return "\n".join(lines)
 
     def request_stop(self) -> None:

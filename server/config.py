@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(slots=True, frozen=True)
@@ -24,6 +25,17 @@ class ServerConfig:
     default_max_tokens: int = 512  # when the client gives no limit (clamped to the context)
     max_message_bytes: int = 4 << 20  # one HTTP body / WS message / gRPC message
     ws_kept_responses: int = 8  # per WS connection, for previous_response_id
+    # -- limits (server/limits.py) and connection policy; None: no limit of that kind
+    max_tools: int = 64  # tools in one request
+    max_input_tokens: int | None = None  # rendered prompt tokens of one turn
+    max_output_tokens: int | None = None  # max_tokens one turn may ask for
+    max_ws_connections: int = 4096  # open WebSocket connections, all clients together
+    grpc_streams_per_connection: int = 256  # concurrent gRPC streams on one connection
+    ws_idle_timeout_s: float = 300.0  # a WS with no message and no turn for this long closes
+    http_keepalive_s: float = 75.0  # an idle HTTP keep-alive connection closes after this
+    send_timeout_s: float = 10.0  # a client that reads nothing for this long loses its turn
+    tls_cert: str | None = None  # PEM certificate chain: HTTPS/WSS and gRPC over TLS
+    tls_key: str | None = None  # its PEM private key
     drain_seconds: float = 10.0
     spec_block_size: int | None = None  # per-request override sent to the engine (None: engine's)
 
@@ -49,8 +61,33 @@ class ServerConfig:
             raise ValueError(f"max_message_bytes: expected >= 1024, got {self.max_message_bytes}")
         if self.ws_kept_responses < 1:
             raise ValueError(f"ws_kept_responses: expected >= 1, got {self.ws_kept_responses}")
+        check_limits(self)
         if self.drain_seconds < 0:
             raise ValueError(f"drain_seconds: expected >= 0, got {self.drain_seconds}")
         if self.spec_block_size is not None and self.spec_block_size < 0:
             raise ValueError(f"spec_block_size: expected >= 0 or None, got "
                              f"{self.spec_block_size}")
+
+
+def check_limits(cfg: ServerConfig) -> None:
+    """Validate the limit and connection-policy fields (ServerConfig.__post_init__)."""
+    for name in ("max_tools", "max_ws_connections", "grpc_streams_per_connection"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{name}: expected >= 1, got {getattr(cfg, name)}")
+    for name in ("max_input_tokens", "max_output_tokens"):
+        v = getattr(cfg, name)
+        if v is not None and v < 1:
+            raise ValueError(f"{name}: expected >= 1 or None (no limit), got {v}")
+    if cfg.max_output_tokens is not None and cfg.default_max_tokens > cfg.max_output_tokens:
+        raise ValueError(f"default_max_tokens={cfg.default_max_tokens}: expected at most "
+                         f"max_output_tokens={cfg.max_output_tokens}")
+    for name in ("ws_idle_timeout_s", "http_keepalive_s", "send_timeout_s"):
+        if getattr(cfg, name) <= 0:
+            raise ValueError(f"{name}: expected > 0 seconds, got {getattr(cfg, name)}")
+    if (cfg.tls_cert is None) != (cfg.tls_key is None):
+        raise ValueError("tls_cert and tls_key: expected both (TLS) or neither (plain), got "
+                         f"cert={cfg.tls_cert!r}, key={cfg.tls_key!r}")
+    for name in ("tls_cert", "tls_key"):
+        path = getattr(cfg, name)
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{name}: expected a PEM file, {path!r} does not exist")

@@ -39,6 +39,7 @@ class SessionHub:
         self._turns: dict[str, Turn] = {}
         self._reserved: set[str] = set()
         self._on_close: dict[str, Callable[[Turn], Any]] = {}
+        self.ws_connections = 0  # open WebSocket connections (max_ws_connections)
         self._idle = asyncio.Event()
         self._idle.set()
         self._listeners: list[Callable[[bool], Awaitable[None]]] = []
@@ -171,4 +172,5 @@ class SessionHub:
 
     def _state(self) -> ServerState:
         return ServerState(ready=self.ready, draining=self.draining,
-                           running=self.admission.running, queued=self.admission.queued)
+                           running=self.admission.running, queued=self.admission.queued,
+                           ws_connections=self.ws_connections)

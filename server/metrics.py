@@ -45,6 +45,7 @@ class ServerState:
     draining: bool
     running: int
     queued: int
+    ws_connections: int = 0
 
 
 class _Gauges(Collector):
@@ -61,7 +62,8 @@ class _Gauges(Collector):
                 ("turnspec_ready", st.ready, "1 once the engine is warm"),
                 ("turnspec_draining", st.draining, "1 while shutting down"),
                 ("turnspec_running_turns", st.running, "turns handed to the engine"),
-                ("turnspec_queued_turns", st.queued, "turns waiting for admission")):
+                ("turnspec_queued_turns", st.queued, "turns waiting for admission"),
+                ("turnspec_ws_connections", st.ws_connections, "open WebSocket connections")):
             yield GaugeMetricFamily(name, doc, value=float(value))
         if not st.ready:
             return

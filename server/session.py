@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Span
 
 from turnspec.engine.protocol import EngineError, GenerateRequest, SamplingParams
+from turnspec.server import limits
 from turnspec.server.conversation import Conversation, ConversationStore, Message
 from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone
@@ -101,6 +102,7 @@ class Session:
                            f"this connection already has {len(self.active)} response(s) in "
                            "progress; wait for it to finish or cancel it first",
                            code="conversation_already_has_active_response")
+        limits.check_request(hub.config, req)
         try:
             tools = parse_tools(req.tools)
             choice = parse_tool_choice(req.tool_choice, tools)
@@ -122,6 +124,7 @@ class Session:
             raise invalid(f"the chat template rejected the conversation: {e}",
                           param=mp) from None
         clock.hop("template", t0, time.perf_counter())
+        limits.check_prompt(hub.config, len(prompt), mp)
         sampling = self._sampling(req, len(prompt), mp)
 
         response_id = new_id("resp")

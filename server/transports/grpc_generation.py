@@ -23,6 +23,7 @@ from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
 from turnspec.server.proto.turnspec.v1 import generation_pb2_grpc as pb_grpc
 from turnspec.server.session import Session, TurnRequest
 from turnspec.server.timing import now_us
+from turnspec.server.tls import grpc_server_credentials
 from turnspec.tools_grammar.parser import (
     TextDelta,
     ToolCallArgumentsDelta,
@@ -194,7 +195,7 @@ class GrpcServer:
             ("grpc.max_receive_message_length", limit),
             ("grpc.max_send_message_length", limit),
             ("grpc.so_reuseport", 0),  # a second server on the same port must fail, not share
-            ("grpc.max_concurrent_streams", 256),  # per connection
+            ("grpc.max_concurrent_streams", hub.config.grpc_streams_per_connection),
             # Long prefills: allow client keepalive pings every 10 s without GOAWAY.
             ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
@@ -211,7 +212,12 @@ class GrpcServer:
     async def start(self, host: str, port: int) -> int:
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        cfg = self.hub.config
+        if cfg.tls_cert is not None and cfg.tls_key is not None:
+            self.port = self.server.add_secure_port(
+                f"{host}:{port}", grpc_server_credentials(cfg.tls_cert, cfg.tls_key))
+        else:
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
         if self.port == 0:
             raise OSError(f"gRPC could not bind {host}:{port}")
         await self.server.start()

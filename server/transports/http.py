@@ -17,7 +17,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from turnspec.server.errors import ApiError
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub
+from turnspec.server.limits import too_many_connections
 from turnspec.server.session import Session
+from turnspec.server.transports.backpressure import send_within
 from turnspec.server.transports.openai_chat import ChunkWriter, completion_body, parse_chat_request
 from turnspec.server.transports.ws_responses import ResponsesSocket
 from turnspec.server.turn import Turn
@@ -142,7 +144,12 @@ async def _stream(request: web.Request, turn: Turn, w: ChunkWriter,
         else:
             out = ""
         if head or out:
-            await resp.write((head + out).encode())
+            try:  # a client that stops reading loses its turn after send_timeout_s
+                await send_within(resp.write((head + out).encode()),
+                                  turn.hub.config.send_timeout_s, request.transport,
+                                  f"http {turn.request_id}")
+            except ConnectionError:
+                return resp  # gone, or stalled and aborted (logged); close() aborts the turn
             head = ""
     assert resp is not None
     await resp.write_eof()
@@ -152,6 +159,10 @@ async def _stream(request: web.Request, turn: Turn, w: ChunkWriter,
 async def _responses_ws(request: web.Request) -> web.StreamResponse:
     hub = request.app[HUB_KEY]
     _checked(hub, request, "ws")  # 401 on the upgrade itself, before any frame
+    if hub.ws_connections >= hub.config.max_ws_connections:
+        err = too_many_connections(hub.config.max_ws_connections)
+        hub.rejected("ws", err)
+        raise err
     return await ResponsesSocket(hub).run(request)
 
 

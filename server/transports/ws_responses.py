@@ -18,6 +18,8 @@ carries `turnspec.t_us`, the server's wall clock (µs) when it was built.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from typing import Any
 
@@ -28,6 +30,7 @@ from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session, TurnRequest, new_id
 from turnspec.server.timing import now_us
+from turnspec.server.transports.backpressure import send_within
 from turnspec.server.transports.responses_events import ResponseEmitter
 from turnspec.server.wire import (
     dumps,
@@ -41,6 +44,8 @@ from turnspec.server.wire import (
 )
 
 _HARD_LIMIT_FACTOR = 4  # beyond soft limit x4 aiohttp closes the socket (1009)
+_CLOSING = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR)
+log = logging.getLogger("turnspec.server")
 
 
 class ResponsesSocket:
@@ -55,24 +60,57 @@ class ResponsesSocket:
         self._emitter: ResponseEmitter | None = None
         self._cancel_early = False  # response.cancel arrived while the turn was starting
         self._trace_headers: dict[str, str] | None = None
+        self._transport: asyncio.BaseTransport | None = None
 
     async def run(self, request: web.Request) -> web.WebSocketResponse:
         # Trace context: the upgrade's headers for the connection; a response.create's
         # metadata.traceparent (per turn) takes precedence.
         self._trace_headers = trace_from(request.headers)
-        await self.ws.prepare(request)
+        self._transport = request.transport
+        self.hub.ws_connections += 1
         try:
-            async for msg in self.ws:
-                if msg.type == WSMsgType.TEXT:
-                    await self._on_text(msg.data)
-                elif msg.type == WSMsgType.BINARY:
-                    await self._error(invalid("binary frames are not supported; send JSON text"))
+            await self.ws.prepare(request)
+            await self._receive_loop()
         finally:
+            self.hub.ws_connections -= 1
             if self._task is not None and not self._task.done():
                 self._task.cancel()
                 await asyncio.gather(self._task, return_exceptions=True)
             await self.session.close()
         return self.ws
+
+    async def _receive_loop(self) -> None:
+        """Frames until the client closes, stalls, or stays idle (no frame and no turn in
+        progress) for `ws_idle_timeout_s`."""
+        idle_s = self.hub.config.ws_idle_timeout_s
+        while True:
+            try:
+                msg = await self.ws.receive(timeout=idle_s)
+            except TimeoutError:
+                if self._task is not None and not self._task.done():
+                    continue  # a long turn is not idleness
+                log.info("ws %s: closed after %.0f s without a message", self.session.session_id,
+                         idle_s)
+                with contextlib.suppress(ConnectionError):
+                    await send_within(self.ws.close(code=1000, message=b"idle timeout"),
+                                      self.hub.config.send_timeout_s, self._transport,
+                                      f"ws {self.session.session_id}")
+                return
+            if msg.type in _CLOSING:
+                return
+            try:
+                if msg.type == WSMsgType.TEXT:
+                    await self._on_text(msg.data)
+                elif msg.type == WSMsgType.BINARY:
+                    await self._error(invalid("binary frames are not supported; send JSON text",
+                                              code="binary_not_supported"))
+            except ConnectionError:
+                return  # gone, or stalled and aborted (logged)
+
+    async def _send(self, data: str) -> None:
+        """Every server frame goes out through here, bounded by `send_timeout_s`."""
+        await send_within(self.ws.send_str(data), self.hub.config.send_timeout_s,
+                          self._transport, f"ws {self.session.session_id}")
 
     async def _error(self, err: ApiError, event_id: Any = None) -> None:
         self.hub.rejected("ws", err)
@@ -80,7 +118,7 @@ class ResponsesSocket:
         if event_id is not None:
             payload["event_id"] = event_id
         if not self.ws.closed:
-            await self.ws.send_str(dumps(payload))
+            await self._send(dumps(payload))
 
     async def _on_text(self, data: str) -> None:
         received_unix_ms, received_perf = time.time() * 1000.0, time.perf_counter()
@@ -98,8 +136,8 @@ class ResponsesSocket:
             elif kind == "response.cancel":
                 await self._cancel(event)
             elif kind == "ping":  # for a client's RTT: answered at once, also mid-turn
-                await self.ws.send_str(dumps({"type": "pong", "event_id": event.get("event_id"),
-                                              "turnspec": {"t_us": now_us()}}))
+                await self._send(dumps({"type": "pong", "event_id": event.get("event_id"),
+                                        "turnspec": {"t_us": now_us()}}))
             else:
                 raise invalid(f"type: expected 'response.create', 'response.cancel' or 'ping', "
                               f"got {kind!r}", param="type", code="unknown_event_type")
@@ -124,10 +162,11 @@ class ResponsesSocket:
         try:
             turn = await self.session.start(req, messages_param="input")
         except ApiError as e:
-            await self._error(e)
+            with contextlib.suppress(ConnectionError):  # the client left (or stalled)
+                await self._error(e)
             return
         emitter = ResponseEmitter(turn.response_id, self.hub.engine.model_name, meta,
-                                  self.ws.send_str)
+                                  self._send)
         self._emitter = emitter
         done = None
         try:
@@ -151,7 +190,8 @@ class ResponsesSocket:
             # response.create as soon as it reads it.
             await turn.close()
         if done is not None and not self.ws.closed:
-            await emitter.finish(done)
+            with contextlib.suppress(ConnectionError):  # released; the client left or stalled
+                await emitter.finish(done)
 
     async def _cancel(self, event: dict[str, Any]) -> None:
         response_id = opt_str(event, "response_id")

@@ -74,3 +74,10 @@ def unavailable(message: str, code: str) -> ApiError:
 
 def internal(message: str) -> ApiError:
     return ApiError(500, "server_error", message, code="engine_error")
+
+
+def unexpected(e: BaseException) -> ApiError:
+    """500 for a bug met while handling a request: the client gets a structured error (the
+    traceback goes to the log, not to the client)."""
+    return ApiError(500, "server_error", f"internal error while handling the request "
+                    f"({type(e).__name__}); it was logged", code="internal_error")

@@ -134,9 +134,14 @@ class Session:
             # Off the loop: a cache miss compiles for ~10-80 ms (install-notes §3), which
             # would stall every other stream's tokens.
             t0 = time.perf_counter()
-            grammar = await asyncio.to_thread(
-                chat.grammar_compiler.matcher, tools, choice, chat.tool_format,
-                parallel_tool_calls=bool(req.parallel_tool_calls))
+            try:
+                grammar = await asyncio.to_thread(
+                    chat.grammar_compiler.matcher, tools, choice, chat.tool_format,
+                    parallel_tool_calls=bool(req.parallel_tool_calls))
+            except Exception as e:  # a schema the grammar compiler cannot take
+                raise invalid(f"tools: no tool-call grammar could be built from these schemas "
+                              f"({type(e).__name__}: {e})", param="tools",
+                              code="invalid_tool_schema") from None
             clock.hop("grammar", t0, time.perf_counter())
             parser = ToolCallStreamParser(chat.tool_format, tools,
                                           call_id_prefix=f"call_{response_id[5:17]}_")

@@ -17,6 +17,9 @@ def parse_json_object(raw: str | bytes, what: str = "request body") -> dict[str,
         obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise invalid(f"{what}: expected a JSON object, could not parse it ({e})") from None
+    except RecursionError:  # json's C decoder recurses per nesting level
+        raise invalid(f"{what}: expected a JSON object, got one nested too deeply to parse",
+                      code="nesting_too_deep") from None
     if not isinstance(obj, dict):
         raise invalid(f"{what}: expected a JSON object, got {type(obj).__name__}")
     return obj

@@ -7,6 +7,7 @@ cancels the handler task; the turn's `close()` then aborts the engine request.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -16,7 +17,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from turnspec.server.conversation import messages_from_chat
-from turnspec.server.errors import ApiError, invalid
+from turnspec.server.errors import ApiError, invalid, unexpected
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
@@ -32,6 +33,7 @@ from turnspec.tools_grammar.parser import (
     ToolCallStarted,
 )
 
+log = logging.getLogger("turnspec.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Generation"].full_name  # turnspec.v1.Generation
 
 
@@ -48,6 +50,13 @@ async def _abort(context: grpc.aio.ServicerContext, err: ApiError) -> None:
     await context.abort(code, f"{err.code or err.type}: {err.message}", trailing_metadata=trailing)
 
 
+def _api_error(e: Exception, where: str) -> ApiError:
+    if isinstance(e, ApiError):
+        return e
+    log.exception("grpc %s failed", where)  # a bug: logged, answered as INTERNAL
+    return unexpected(e)
+
+
 def turn_request(msg: pb.GenerateRequest, meta: dict[str, str], received_unix_ms: float,
                  received_perf: float) -> TurnRequest:
     """Proto request -> TurnRequest; raises 400 `ApiError`s naming the field."""
@@ -58,9 +67,9 @@ def turn_request(msg: pb.GenerateRequest, meta: dict[str, str], received_unix_ms
         if t.parameters_json:
             try:
                 fn["parameters"] = json.loads(t.parameters_json)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:
                 raise invalid(f"tools[{i}].parameters_json: expected a JSON Schema object as "
-                              f"text, could not parse it ({e})",
+                              f"text, could not parse it ({type(e).__name__}: {e})",
                               param=f"tools[{i}].parameters_json") from None
         tools.append({"type": "function", "function": fn})
     which = msg.tool_choice.WhichOneof("choice") if msg.HasField("tool_choice") else None
@@ -134,14 +143,15 @@ class GenerationService(pb_grpc.GenerationServicer):
         try:
             hub.check_auth(meta.get("authorization"))
             req = turn_request(request, meta, received_unix_ms, received_perf)
-        except ApiError as e:
-            hub.rejected("grpc", e)
-            await _abort(context, e)
+        except Exception as e:
+            err = _api_error(e, "request parsing")
+            hub.rejected("grpc", err)
+            await _abort(context, err)
             return
         try:
             turn = await Session(hub, "grpc").start(req)
-        except ApiError as e:
-            await _abort(context, e)
+        except Exception as e:
+            await _abort(context, _api_error(e, "turn start"))
             return
         rid = turn.request_id
         try:

@@ -7,6 +7,7 @@ and the turn's `close()` aborts the engine request.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from turnspec.server.errors import ApiError
+from turnspec.server.errors import ApiError, unexpected
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub
 from turnspec.server.limits import too_many_connections
@@ -32,6 +33,7 @@ from turnspec.tools_grammar.parser import (
 )
 
 HUB_KEY = web.AppKey("hub", SessionHub)
+log = logging.getLogger("turnspec.server")
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                 "X-Accel-Buffering": "no"}
 
@@ -58,6 +60,11 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
         msg = (f"request body larger than {request.app[HUB_KEY].config.max_message_bytes} "
                "bytes" if e.status == 413 else f"{e.reason}: {request.method} {request.path}")
         return error_response(ApiError(e.status, "invalid_request_error", msg, code=code))
+    except ConnectionError:
+        raise  # the client is gone: nothing to answer
+    except Exception as e:  # a bug: answer in the error shape, keep the traceback in the log
+        log.exception("http %s %s failed", request.method, request.path)
+        return error_response(unexpected(e))
 
 
 async def _health(request: web.Request) -> web.Response:

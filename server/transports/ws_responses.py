@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from turnspec.server.errors import ApiError, invalid
+from turnspec.server.errors import ApiError, invalid, unexpected
 from turnspec.server.events import TurnDone
 from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session, TurnRequest, new_id
@@ -143,6 +143,11 @@ class ResponsesSocket:
                               f"got {kind!r}", param="type", code="unknown_event_type")
         except ApiError as e:
             await self._error(e, event_id=None)
+        except ConnectionError:
+            raise
+        except Exception as e:  # a bug: a structured error, the connection stays usable
+            log.exception("ws %s: message handling failed", self.session.session_id)
+            await self._error(unexpected(e))
 
     async def _create(self, event: dict[str, Any], received_unix_ms: float,
                       received_perf: float) -> None:
@@ -161,9 +166,11 @@ class ResponsesSocket:
     async def _run_turn(self, req: TurnRequest, meta: dict[str, Any]) -> None:
         try:
             turn = await self.session.start(req, messages_param="input")
-        except ApiError as e:
+        except Exception as e:
+            if not isinstance(e, ApiError):
+                log.exception("ws %s: turn start failed", self.session.session_id)
             with contextlib.suppress(ConnectionError):  # the client left (or stalled)
-                await self._error(e)
+                await self._error(e if isinstance(e, ApiError) else unexpected(e))
             return
         emitter = ResponseEmitter(turn.response_id, self.hub.engine.model_name, meta,
                                   self._send)

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
@@ -131,6 +132,40 @@ def complete_message(done: TurnDone) -> pb.Complete:
     return c
 
 
+class Undecodable:
+    """A request body that is not the method's message: grpc would answer UNKNOWN; the
+    servicer answers INVALID_ARGUMENT instead (`lenient`)."""
+
+    def __init__(self, what: str, error: str) -> None:
+        self.error = invalid(f"request: expected a serialized {what}, could not parse it "
+                             f"({error})", code="invalid_protobuf")
+
+
+def lenient(message: Any) -> Any:
+    name = message.DESCRIPTOR.full_name
+
+    def parse(raw: bytes) -> Any:
+        try:
+            return message.FromString(raw)
+        except DecodeError as e:
+            return Undecodable(name, str(e))
+    return parse
+
+
+def _add_generation(servicer: GenerationService, server: grpc.aio.Server) -> None:
+    """`add_GenerationServicer_to_server`, with request parsing that cannot raise."""
+    handlers = {
+        "Generate": grpc.unary_stream_rpc_method_handler(
+            servicer.Generate, request_deserializer=lenient(pb.GenerateRequest),
+            response_serializer=pb.GenerateResponse.SerializeToString),
+        "Abort": grpc.unary_unary_rpc_method_handler(
+            servicer.Abort, request_deserializer=lenient(pb.AbortRequest),
+            response_serializer=pb.AbortResponse.SerializeToString)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME,
+                                                                          handlers),))
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)
+
+
 class GenerationService(pb_grpc.GenerationServicer):
     def __init__(self, hub: SessionHub) -> None:
         self.hub = hub
@@ -142,6 +177,8 @@ class GenerationService(pb_grpc.GenerationServicer):
         meta = _metadata(context)
         try:
             hub.check_auth(meta.get("authorization"))
+            if isinstance(request, Undecodable):
+                raise request.error
             req = turn_request(request, meta, received_unix_ms, received_perf)
         except Exception as e:
             err = _api_error(e, "request parsing")
@@ -189,6 +226,8 @@ class GenerationService(pb_grpc.GenerationServicer):
                     context: grpc.aio.ServicerContext) -> pb.AbortResponse:
         try:
             self.hub.check_auth(_metadata(context).get("authorization"))
+            if isinstance(request, Undecodable):
+                raise request.error
         except ApiError as e:
             self.hub.rejected("grpc", e)
             await _abort(context, e)
@@ -210,7 +249,7 @@ class GrpcServer:
             ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
         ])
-        pb_grpc.add_GenerationServicer_to_server(GenerationService(hub), self.server)
+        _add_generation(GenerationService(hub), self.server)
         self.health = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(

@@ -45,3 +45,28 @@ def wait_engine_idle(port: int, timeout: float = 30.0) -> dict[str, float]:
         if m["turnspec_engine_active_sequences"] == 0 or time.monotonic() > deadline:
             return m
         time.sleep(0.05)
+
+
+async def assert_serves_normally(port: int, *, api_key: str | None = None,
+                                 fake: bool = False) -> None:
+    """What every hostile test ends with: the engine holds no sequence and no KV block, and a
+    normal turn is answered correctly (the real model's greedy answer names Paris; the fake
+    engine says ' hi'), after which the engine is idle again."""
+    from turnspec.loadtest.clients import ResponsesSocketClient
+
+    for _ in range(2):
+        m = wait_engine_idle(port)
+        assert m["turnspec_engine_active_sequences"] == 0, m
+        assert m["turnspec_engine_waiting_sequences"] == 0, m
+        assert m.get("turnspec_engine_used_kv_blocks", 0) == 0, m
+        if _ == 1:
+            return
+        ws = await ResponsesSocketClient(f"ws://127.0.0.1:{port}/v1/responses",
+                                         api_key=api_key).connect()
+        try:
+            rec = await ws.create("What is the capital of France? Answer in one word.",
+                                  max_output_tokens=8)
+        finally:
+            await ws.close()
+        assert rec.ok, rec.error
+        assert (" hi" in rec.text) if fake else ("Paris" in rec.text), rec.text

@@ -1,0 +1,77 @@
+"""A fault inside one engine step, end to end: the turns in that step fail with a clear error
+on every transport (WS `response.failed`, HTTP 500 in the error shape, gRPC INTERNAL), a turn
+that was not in the step is untouched, and the server serves on with no sequence left.
+The fault comes through `EngineCore.fault_hook` (test-only)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from turnspec.loadtest.clients import (
+    ChatCompletionsClient,
+    GenerationClient,
+    ResponsesSocketClient,
+)
+
+from .srv_helpers import assert_serves_normally, start_server
+
+HI = [{"role": "user", "content": "Say something about fault tolerance."}]
+
+
+@pytest.fixture
+def faulty(local_engine):
+    def hook(batch):
+        if batch.kind == "prefill" and any("poison" in s.request_id for s in batch.seqs):
+            raise RuntimeError("injected fault")
+    local_engine.core.fault_hook = hook
+    srv = start_server(local_engine)
+    yield srv
+    local_engine.core.fault_hook = None
+    srv.stop()
+
+
+async def test_only_the_faulted_step_fails(faulty):
+    url = f"ws://127.0.0.1:{faulty.port}/v1/responses"
+    bystander = await ResponsesSocketClient(url).connect()
+    http = ChatCompletionsClient(f"http://127.0.0.1:{faulty.port}/v1")
+    grpc_c = GenerationClient(f"127.0.0.1:{faulty.grpc_port}")
+    try:
+        running = asyncio.create_task(bystander.create("Count to twenty.", max_output_tokens=24))
+        rec = await http.complete(HI, max_tokens=8, request_id="poison-http")
+        assert rec.error["status"] == 500 and rec.error["code"] == "engine_error"
+        assert "engine prefill step failed: RuntimeError: injected fault" in \
+            rec.error["message"]
+        rec = await grpc_c.generate(HI, max_tokens=8, request_id="poison-grpc")
+        assert rec.error["code"] == "INTERNAL" and "injected fault" in rec.error["message"]
+        done = await running
+        assert done.ok and done.usage["output_tokens"] == 24  # a bystander in another step
+    finally:
+        for c in (bystander, http, grpc_c):
+            await c.close()
+    await assert_serves_normally(faulty.port)
+
+
+async def test_ws_turn_in_a_faulted_step_ends_failed(local_engine):
+    def hook(batch):
+        if batch.kind == "decode":
+            raise RuntimeError("injected decode fault")
+    srv = start_server(local_engine)
+    ws = await ResponsesSocketClient(f"ws://127.0.0.1:{srv.port}/v1/responses").connect()
+    try:
+        local_engine.core.fault_hook = hook
+        await ws.send({"type": "response.create", "input": "hi", "max_output_tokens": 8})
+        while (e := await ws.recv())["type"] not in ("response.completed", "response.failed",
+                                                      "response.incomplete"):
+            pass
+        local_engine.core.fault_hook = None
+        assert e["type"] == "response.failed"
+        assert e["response"]["error"]["code"] == "engine_error"
+        assert "engine decode step failed: RuntimeError" in e["response"]["error"]["message"]
+        assert (await ws.create("hi", max_output_tokens=4)).ok  # same connection, served
+        await assert_serves_normally(srv.port)
+    finally:
+        local_engine.core.fault_hook = None
+        await ws.close()
+        srv.stop()

@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.turnspec-setup
 
-.PHONY: setup serve chat test lint proto model clean
+.PHONY: setup serve chat test lint proto model clean stress soak
 
 setup: $(STAMP)
 
@@ -27,6 +27,14 @@ chat: model
 
 test: model
 	$(VPY) -m pytest -q tests $(ARGS)
+
+# The reliability campaign of docs/reliability.md (not in CI): fuzzer (10,000 messages),
+# disconnect storm (200 clients), 3x overload; `make soak` runs the bounded soak (minutes).
+stress: model
+	$(VENV)/bin/turnspec bench stress --json bench-stress.json $(ARGS)
+
+soak: model
+	$(VENV)/bin/turnspec bench soak --minutes 5 --json bench-soak.json $(ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

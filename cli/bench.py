@@ -14,3 +14,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = bench.add_subparsers(dest="bench_command", required=True)
     for module in (cpu_gemm, engine, frontend, load, spec, tools, tool_calls, mask):
         module.register(sub)
+    from turnspec.benchmarks.stress import cli as stress
+
+    stress.register(sub)  # stress + soak (docs/reliability.md)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -164,9 +165,13 @@ class SessionHub:
         await turn.cancel()
         return True
 
-    def rejected(self, transport: str, err: ApiError) -> None:
-        """Count and log a request refused before streaming (one info line per request)."""
+    def rejected(self, transport: str, err: ApiError, received: float | None = None) -> None:
+        """Count and log a request refused before streaming (one info line per request);
+        `received` (perf_counter) times the refusal."""
         self.metrics.rejected(transport, err.code or err.type)
+        if received is not None:
+            self.metrics.refusal.labels(transport, err.code or err.type).observe(
+                time.perf_counter() - received)
         log.info("%s rejected %d %s: %s", transport, err.status, err.code or err.type,
                  err.message)
 

@@ -34,6 +34,7 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
 TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
                     40.96, 81.92)
+REFUSAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 ACCEPTED_BUCKETS = tuple(float(k) for k in range(1, 17))  # tokens a verify step commits
 
 
@@ -117,6 +118,9 @@ class Metrics:
         self.accepted = Histogram("turnspec_spec_accepted_length",
                                   "Tokens each speculative verify step committed",
                                   buckets=ACCEPTED_BUCKETS, registry=r)
+        self.refusal = Histogram("turnspec_refusal_seconds",
+                                 "Server receive -> refusal of a turn (admission, limits)",
+                                 ("transport", "code"), buckets=REFUSAL_BUCKETS, registry=r)
         r.register(_Gauges(state, engine_stats))
 
     def finished(self, transport: str, outcome: str, timing: dict[str, Any],

@@ -88,7 +88,7 @@ class Session:
         try:
             return await self._start(req, messages_param, clock, root)
         except ApiError as e:
-            hub.rejected(self.transport, e)
+            hub.rejected(self.transport, e, req.received_perf)
             if root is not None:
                 hub.tracer.refused(root, e.code or e.type, e.message, time.perf_counter(), clock)
             raise

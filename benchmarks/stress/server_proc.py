@@ -63,12 +63,14 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def metrics_text(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
+            return r.read().decode()
+
     def metrics(self) -> dict[str, float]:
         """/metrics as {name: value} for the unlabelled series (gauges and totals)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
-            text = r.read().decode()
         out = {}
-        for line in text.splitlines():
+        for line in self.metrics_text().splitlines():
             if line and not line.startswith("#") and "{" not in line:
                 name, _, value = line.partition(" ")
                 out[name] = float(value)

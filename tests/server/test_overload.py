@@ -13,7 +13,7 @@ import aiohttp
 
 from turnspec.loadtest.clients import GenerationClient, ResponsesSocketClient
 
-from .srv_helpers import assert_serves_normally, start_server
+from .srv_helpers import assert_serves_normally, scrape, start_server
 
 PROMPT = [{"role": "user", "content": "Tell me a story about a fox."}]
 
@@ -72,6 +72,9 @@ async def test_three_times_capacity_is_served_or_refused_at_once(local_engine):
     assert kinds.count("served") >= 4 and kinds.count("refused") >= 1, results
     assert {v for k, v in results if k == "refused" and isinstance(v, str)} <= {"server_busy"}
     assert peak[0] <= 2 and adm.rejected == kinds.count("refused")
+    refusals = sum(v for k, v in scrape(srv.port).items()
+                   if k.startswith("turnspec_refusal_seconds_count") and "server_busy" in k)
+    assert refusals == kinds.count("refused")  # each refusal timed, receive -> refusal
     try:
         await assert_serves_normally(srv.port)
         assert adm.running == 0 and adm.queued == 0

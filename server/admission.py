@@ -30,6 +30,14 @@ class Admission:
     def queued(self) -> int:
         return len(self._waiters)
 
+    def check_room(self) -> None:
+        """Refuse now (429) when `acquire()` would: every slot taken and the queue full.
+        Called before a turn is rendered, so an overloaded server spends no CPU on the chat
+        template or tokenizer of a turn it will refuse."""
+        if self.running >= self.max_running and len(self._waiters) >= self.max_queue:
+            self.rejected += 1
+            raise overloaded(self.running, len(self._waiters), self.retry_after_s)
+
     async def acquire(self) -> float:
         """Take a slot; returns the milliseconds spent waiting. Raises a 429 `ApiError`."""
         if self.running < self.max_running and not self._waiters:

@@ -97,6 +97,7 @@ class Session:
                      root: Span | None) -> Turn:
         hub = self.hub
         hub.check_accepting()
+        hub.admission.check_room()  # shed load before rendering
         if self.max_active is not None and len(self.active) >= self.max_active:
             raise ApiError(409, "invalid_request_error",
                            f"this connection already has {len(self.active)} response(s) in "

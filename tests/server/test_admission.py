@@ -71,3 +71,18 @@ async def test_slot_granted_to_a_cancelled_waiter_is_passed_on():
 def test_rejects_bad_limits():
     with pytest.raises(ValueError, match="max_running"):
         Admission(0, 1, 1.0)
+
+
+async def test_check_room_refuses_exactly_when_acquire_would():
+    adm = Admission(max_running=1, max_queue=1, retry_after_s=1.0)
+    adm.check_room()  # free slot
+    await adm.acquire()
+    adm.check_room()  # room in the queue
+    waiter = asyncio.create_task(adm.acquire())
+    await asyncio.sleep(0)
+    with pytest.raises(ApiError) as info:
+        adm.check_room()
+    assert info.value.status == 429 and adm.rejected == 1
+    adm.release()
+    await waiter
+    adm.check_room()  # the waiter runs now; the queue has room again

@@ -25,8 +25,8 @@ def faulty(local_engine):
     def hook(batch):
         if batch.kind == "prefill" and any("poison" in s.request_id for s in batch.seqs):
             raise RuntimeError("injected fault")
+    srv = start_server(local_engine)  # loads the engine (and its core) if still cold
     local_engine.core.fault_hook = hook
-    srv = start_server(local_engine)
     yield srv
     local_engine.core.fault_hook = None
     srv.stop()

@@ -22,6 +22,11 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 _TEXT_PARTS = ("text", "input_text", "output_text")
 
 
+def _role(raw: Any) -> str | None:
+    """The canonical role of a client's `role` value, None when it names none (any type)."""
+    return _ROLES.get(raw) if isinstance(raw, str) else None
+
+
 def _text(content: Any, where: str, allow_none: bool = False) -> str:
     """A message's content as text: a string or a list of text parts."""
     if content is None and allow_none:
@@ -70,7 +75,7 @@ def messages_from_chat(raw: Any, param: str = "messages") -> list[Message]:
         where = f"{param}[{i}]"
         if not isinstance(m, dict):
             raise invalid(f"{where}: expected an object, got {type(m).__name__}", param=where)
-        role = _ROLES.get(m.get("role"))  # type: ignore[arg-type]
+        role = _role(m.get("role"))
         if role is None:
             raise invalid(f"{where}.role: expected one of {sorted(_ROLES)}, got {m.get('role')!r}",
                           param=f"{where}.role")
@@ -106,7 +111,7 @@ def messages_from_responses_input(raw: Any, param: str = "input") -> list[Messag
             raise invalid(f"{where}: expected an object, got {type(item).__name__}", param=where)
         kind = item.get("type", "message")
         if kind == "message":
-            role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+            role = _role(item.get("role"))
             if role is None or role == "tool":
                 raise invalid(f"{where}.role: expected user, assistant, system or developer, "
                               f"got {item.get('role')!r}", param=f"{where}.role")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turnspec.server.errors import ApiError
@@ -76,6 +76,7 @@ def test_json_object_parser_returns_an_object_or_a_400(raw):
 
 @FUZZ
 @given(st.fixed_dictionaries({}, optional=CREATE_KEYS))
+@example(body={"input": [{"role": []}]})  # found by this test: an unhashable role
 def test_ws_response_create_parses_or_is_a_400(body):
     try:
         req, meta = parse_create(body, 0.0, 0.0)
@@ -88,6 +89,7 @@ def test_ws_response_create_parses_or_is_a_400(body):
 
 @FUZZ
 @given(st.fixed_dictionaries({}, optional=CHAT_KEYS))
+@example(body={"messages": [{"role": []}]})  # found by this test: an unhashable role
 def test_http_chat_request_parses_or_is_a_400(body):
     try:
         req, stream, usage = parse_chat_request(body, 0.0, 0.0)

@@ -3,6 +3,8 @@ tokenizer and one grammar compiler for it."""
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 from pathlib import Path
 
@@ -36,3 +38,25 @@ def compiler(smollm2_tokenizer):
 
     return GrammarCompiler(smollm2_tokenizer, VOCAB_SIZE, [smollm2_tokenizer.eos_token_id],
                            max_threads=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _return_freed_memory():
+    """After each module, give the heap's freed pages back to the OS. A module's engine (model,
+    KV cache, ~3 GB) is freed at its end, but glibc keeps the fragmented heap: without the trim
+    the suite's RSS grew ~2 GB per engine-owning module, to 18 GB."""
+    yield
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_LIBC = _glibc()

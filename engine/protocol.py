@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from turnspec.engine.loop_guard import LoopGuard
+
 if TYPE_CHECKING:
     from turnspec.engine.chat import ChatTemplate
 
@@ -30,7 +32,9 @@ class ContextLengthError(EngineError):
 
 @dataclass(slots=True, frozen=True)
 class SamplingParams:
-    """Per-request sampling. temperature == 0 means greedy (top_p/top_k ignored)."""
+    """Per-request sampling. temperature == 0 means greedy (top_p/top_k ignored).
+    `loop_guard`: end the request (finish "stop", `Delta.stop_reason` "loop_guard") once its
+    output repeats itself (engine/loop_guard.py); None: off."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -40,6 +44,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False
+    loop_guard: LoopGuard | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature)):
@@ -57,6 +62,9 @@ class SamplingParams:
         for s in self.stop:
             if not isinstance(s, str) or not s:
                 raise ValueError(f"stop: expected non-empty strings, got {s!r}")
+        if self.loop_guard is not None and not isinstance(self.loop_guard, LoopGuard):
+            raise ValueError(f"loop_guard: expected a LoopGuard or None, got "
+                             f"{type(self.loop_guard).__name__}")
 
     @property
     def greedy(self) -> bool:
@@ -172,6 +180,9 @@ class Delta:
     finished: bool = False
     finish_reason: str | None = None  # one of FINISH_REASONS when finished
     error: str | None = None  # set when finish_reason == "error"
+    # why a "stop" was not the model's own stop token or a stop string: "loop_guard"
+    # (engine/loop_guard.py); None otherwise
+    stop_reason: str | None = None
     timing: Timing | None = None  # on the final delta
     spec: SpecStats | None = None  # on the final delta, when speculation ran
 

@@ -26,6 +26,7 @@ from turnspec.engine.local.scheduler import ScheduledBatch, Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import spec_decode
+from turnspec.engine.loop_guard import LOOP_GUARD_STOP
 from turnspec.engine.model.cpu_linear import (
     cpu_has_native_bf16,
     gemm_plan,
@@ -282,6 +283,9 @@ class EngineCore:
             if seq.detok.stopped:
                 seq.finish_reason = "stop"
                 break
+            if seq.loop is not None and seq.loop.push(t) and _may_end(seq):
+                seq.finish_reason, seq.stop_reason = "stop", LOOP_GUARD_STOP
+                break
         if len(new_tokens) > max(len(appended), 1):  # a verify step ran past a stop or max_tokens
             seq.spec.drop_tail(len(new_tokens) - len(appended))
         seq.num_computed = min(seq.num_computed + advance, len(seq.token_ids) - 1)
@@ -313,6 +317,7 @@ class EngineCore:
         tm.completion_tokens = seq.num_output
         delta.finished = True
         delta.finish_reason = seq.finish_reason
+        delta.stop_reason = seq.stop_reason
         if seq.finish_reason == "error":
             delta.error = "grammar rejected a sampled token"
         delta.timing = tm
@@ -350,3 +355,10 @@ class EngineCore:
             self._finish(seq, delta, time.perf_counter())
             deltas.append(delta)
         return deltas
+
+
+def _may_end(seq: Sequence) -> bool:
+    """Whether the output may end here: always without a grammar; with one, only where it is
+    complete (outside a tool call), so the loop guard never cuts a call in half."""
+    g = seq.request.grammar
+    return g is None or g.is_completed()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
+from turnspec.engine.loop_guard import LoopDetector
 from turnspec.engine.protocol import GenerateRequest, SpecStats, Timing
 
 
@@ -41,6 +42,8 @@ class Sequence:
     spec_pause: int = 0            # plain steps left before the next speculative probe
     spec_backoff: int = 0          # length of the last pause (doubles while unprofitable)
     finish_reason: str | None = None
+    stop_reason: str | None = None  # Delta.stop_reason: why a "stop" was not the model's own
+    loop: LoopDetector | None = None  # the request's loop guard, when it asked for one
     timing: Timing = field(default_factory=Timing)
     spec: SpecStats = field(default_factory=SpecStats)
     t_received: float = 0.0
@@ -61,6 +64,8 @@ class Sequence:
         seq.timing.received_unix_ms = unix_ms
         seq.timing.prompt_tokens = seq.prompt_len
         s = request.sampling
+        if s.loop_guard is not None:
+            seq.loop = LoopDetector(s.loop_guard)
         if not s.greedy:
             seq.generator = torch.Generator()
             if s.seed is not None:

@@ -29,6 +29,7 @@ from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_
 
 API_KEY_ENV = "TURNSPEC_API_KEY"
 FAKE_ENGINE = "fake-fixed-rate"  # benchmarks/fake_fixed_rate.py: known answers for load tools
+_DEFAULTS = ServerConfig()  # the voice-safe defaults the flags start from
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +46,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="turns handed to the engine at once (default: %(default)s)")
     p.add_argument("--max-queue", type=int, default=256,
                    help="turns waiting for a slot before new ones get 429 (default: %(default)s)")
-    p.add_argument("--default-max-tokens", type=int, default=512)
+    p.add_argument("--default-max-tokens", type=int, default=_DEFAULTS.default_max_tokens,
+                   help="output budget of a turn that sets none (default: %(default)s; "
+                        "docs/voice-defaults.md)")
+    p.add_argument("--default-temperature", type=float, default=_DEFAULTS.default_temperature,
+                   help="temperature of a turn that sends none (default: %(default)s)")
+    p.add_argument("--default-top-p", type=float, default=_DEFAULTS.default_top_p,
+                   help="top_p of a turn that sends none (default: %(default)s)")
+    p.add_argument("--no-loop-guard", dest="loop_guard", action="store_false",
+                   help="let a looping turn run to its budget (default: the loop guard ends it "
+                        "with a normal stop; a request may send \"loop_guard\": false)")
     p.add_argument("--max-message-bytes", type=int, default=4 << 20)
     p.add_argument("--drain-seconds", type=float, default=10.0,
                    help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
@@ -108,7 +118,8 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_running=args.max_running, max_queue=args.max_queue,
         default_max_tokens=args.default_max_tokens, max_message_bytes=args.max_message_bytes,
         drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size,
-        **limit_config_from_args(args))
+        default_temperature=args.default_temperature, default_top_p=args.default_top_p,
+        loop_guard=args.loop_guard, **limit_config_from_args(args))
 
 
 def add_fake_engine_args(p: argparse.ArgumentParser) -> None:

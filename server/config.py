@@ -23,6 +23,10 @@ class ServerConfig:
     max_queue: int = 256
     retry_after_s: float = 1.0
     default_max_tokens: int = 512  # when the client gives no limit (clamped to the context)
+    # Voice-safe defaults (docs/voice-defaults.md has the measurements behind each value):
+    default_temperature: float = 0.0  # when the request sends no temperature
+    default_top_p: float = 1.0  # when the request sends no top_p
+    loop_guard: bool = True  # end a looping turn cleanly (engine/loop_guard.py)
     max_message_bytes: int = 4 << 20  # one HTTP body / WS message / gRPC message
     ws_kept_responses: int = 8  # per WS connection, for previous_response_id
     # -- limits (server/limits.py) and connection policy; None: no limit of that kind
@@ -57,6 +61,12 @@ class ServerConfig:
             raise ValueError(f"retry_after_s: expected > 0, got {self.retry_after_s}")
         if self.default_max_tokens < 1:
             raise ValueError(f"default_max_tokens: expected >= 1, got {self.default_max_tokens}")
+        if not 0.0 <= self.default_temperature <= 2.0:
+            raise ValueError(f"default_temperature: expected a number in [0, 2], got "
+                             f"{self.default_temperature}")
+        if not 0.0 < self.default_top_p <= 1.0:
+            raise ValueError(f"default_top_p: expected a number in (0, 1], got "
+                             f"{self.default_top_p}")
         if self.max_message_bytes < 1024:
             raise ValueError(f"max_message_bytes: expected >= 1024, got {self.max_message_bytes}")
         if self.ws_kept_responses < 1:

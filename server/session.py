@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import Span
 
+from turnspec.engine.loop_guard import LoopGuard
 from turnspec.engine.protocol import EngineError, GenerateRequest, SamplingParams
 from turnspec.server import limits
 from turnspec.server.conversation import Conversation, ConversationStore, Message
@@ -57,6 +58,7 @@ class TurnRequest:
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
     parallel_tool_calls: bool | None = None  # None: one call per turn (small models chain)
+    loop_guard: bool | None = None  # None: the server's --loop-guard setting
     request_id: str | None = None
     spec_block_size: int | None = None
     trace: dict[str, str] | None = None
@@ -197,12 +199,16 @@ class Session:
             raise invalid(f"prompt ({prompt_len} tokens) + max output tokens ({req.max_tokens})"
                           f" exceed the context of {ctx} tokens; ask for at most {room}",
                           param="max_tokens", code="context_length_exceeded")
-        max_tokens = req.max_tokens or min(self.hub.config.default_max_tokens, room)
+        cfg = self.hub.config
+        max_tokens = req.max_tokens or min(cfg.default_max_tokens, room)
+        guard = cfg.loop_guard if req.loop_guard is None else req.loop_guard
         try:
             return SamplingParams(
-                temperature=req.temperature if req.temperature is not None else 0.0,
-                top_p=req.top_p if req.top_p is not None else 1.0,
-                top_k=req.top_k or 0, seed=req.seed, max_tokens=max_tokens, stop=req.stop)
+                temperature=req.temperature if req.temperature is not None
+                else cfg.default_temperature,
+                top_p=req.top_p if req.top_p is not None else cfg.default_top_p,
+                top_k=req.top_k or 0, seed=req.seed, max_tokens=max_tokens, stop=req.stop,
+                loop_guard=LoopGuard() if guard else None)
         except ValueError as e:
             msg = str(e)
             raise invalid(msg, param=msg.split(":", 1)[0]) from None

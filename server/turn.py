@@ -197,6 +197,8 @@ class Turn:
             timing["trace_id"] = format(self.span.get_span_context().trace_id, "032x")
         block = {"request_id": self.request_id, "model": self.hub.engine.model_name,
                  "timing": timing, "spec": spec.as_dict() if spec is not None else None}
+        if final is not None and final.stop_reason is not None:  # e.g. the loop guard ended it
+            block["stop_reason"] = final.stop_reason
         usage = Usage(self.prompt_tokens, self.completion_tokens, t.cached_tokens)
         return TurnDone(reason, text, calls, usage, block, error)
 
@@ -219,10 +221,12 @@ class Turn:
         hub.metrics.finished(self.transport, d.finish_reason, tm, self._spec,
                              (d.error.code or d.error.type) if d.error else None)
         trace_id = tm.get("trace_id") or trace_id_of(self.request.trace)
-        log.info("%s %s %s prompt=%d cached=%d completion=%d ttft_ms=%s e2e_ms=%.1f%s%s",
+        stop_reason = d.turnspec.get("stop_reason")
+        log.info("%s %s %s prompt=%d cached=%d completion=%d ttft_ms=%s e2e_ms=%.1f%s%s%s",
                  self.transport, self.request_id, d.finish_reason, d.usage.prompt_tokens,
                  d.usage.cached_tokens, d.usage.completion_tokens, tm.get("server_ttft_ms"),
-                 tm["server_e2e_ms"], f" trace_id={trace_id}" if trace_id else "",
+                 tm["server_e2e_ms"], f" stop_reason={stop_reason}" if stop_reason else "",
+                 f" trace_id={trace_id}" if trace_id else "",
                  f" error={d.error.message}" if d.error else "")
         if self.span is not None and hub.tracer is not None:
             asyncio.get_running_loop().call_soon(

@@ -54,6 +54,8 @@ def parse_chat_request(body: dict[str, Any], received_unix_ms: float,
         stop=opt_stop(body),
         request_id=opt_str(body, "request_id"),
         spec_block_size=opt_int(body, "spec_block_size", 0, 256),
+        # turnspec extension: "loop_guard": false turns the server's loop guard off for this turn
+        loop_guard=opt_bool(body, "loop_guard", True) if body.get("loop_guard") is not None else None,
         received_unix_ms=received_unix_ms,
         received_perf=received_perf,
     )

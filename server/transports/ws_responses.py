@@ -239,6 +239,8 @@ def parse_create(body: dict[str, Any], received_unix_ms: float,
         top_p=opt_number(body, "top_p", 1e-9, 1.0),
         max_tokens=opt_int(body, "max_output_tokens", 1, 1 << 20),
         spec_block_size=opt_int(body, "spec_block_size", 0, 256),
+        # turnspec extension: "loop_guard": false turns the server's loop guard off for this turn
+        loop_guard=opt_bool(body, "loop_guard", True) if body.get("loop_guard") is not None else None,
         received_unix_ms=received_unix_ms,
         received_perf=received_perf,
     )

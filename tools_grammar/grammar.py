@@ -8,6 +8,8 @@
     ... verify ...; matcher.accept_tokens(committed)        # advance over what was kept
 
 Plain decoding is the block of one: `fill_mask(bitmask, 0)`, sample, `accept(token)`.
+Required and named calls are budget-aware: given the tokens left (`remaining=`), the masks steer
+the call to close within them (closing.py).
 Compiled grammars are cached by (tool-set hash, mode, function name, format, parallel); a cold
 compile for SmolLM2's 49k vocabulary costs milliseconds (benchmarks/mask.py), so the server should
 compile before the request reaches the engine step loop.
@@ -26,6 +28,7 @@ import numpy as np
 import torch
 import xgrammar as xgr
 
+from turnspec.tools_grammar.closing import BudgetSteer, Closer, CloseVocab
 from turnspec.tools_grammar.formats.base import ToolCallFormat
 from turnspec.tools_grammar.grammar_spec import (
     OutputBounds,
@@ -39,11 +42,16 @@ class ToolGrammarMatcher:
     """Per-request grammar state over token ids (wraps xgrammar.GrammarMatcher). Not thread-safe:
     one request is advanced by one thread (the engine step loop)."""
 
-    __slots__ = ("_matcher", "vocab_size", "_stop_ids", "_chains", "structural_tag")
+    __slots__ = ("_matcher", "vocab_size", "_stop_ids", "_chains", "structural_tag", "_steer",
+                 "_history")
 
     def __init__(self, compiled: xgr.CompiledGrammar, vocab_size: int, stop_token_ids: list[int],
-                 structural_tag: str | None = None) -> None:
+                 structural_tag: str | None = None, closer: Closer | None = None) -> None:
         self._matcher = xgr.GrammarMatcher(compiled)
+        # Budget steering (required / named calls): masks given `remaining` keep the call
+        # closable within it; it needs the tokens accepted so far.
+        self._steer = BudgetSteer(closer) if closer is not None else None
+        self._history: list[int] = []
         # The xgrammar structural-tag JSON this grammar was compiled from, for backends that
         # take the grammar as a request parameter instead of a matcher (SGLang).
         self.structural_tag = structural_tag
@@ -55,20 +63,27 @@ class ToolGrammarMatcher:
         """A zeroed CPU bitmask, int32 [rows, ceil(vocab_size / 32)]."""
         return xgr.allocate_token_bitmask(rows, self.vocab_size)
 
-    def fill_mask(self, bitmask: torch.Tensor, row: int) -> None:
-        """bitmask[row] := the tokens allowed at the next position (state unchanged)."""
+    def fill_mask(self, bitmask: torch.Tensor, row: int, remaining: int | None = None) -> None:
+        """bitmask[row] := the tokens allowed at the next position (state unchanged); with
+        `remaining` (tokens left, this one included) a required/named call is steered to close
+        within them."""
         if self._matcher.is_terminated():
             raise RuntimeError("grammar matcher already accepted a stop token; nothing follows it")
         self._matcher.fill_next_token_bitmask(bitmask, row)
+        if self._steer is not None and remaining is not None:
+            self._steer.narrow(self._matcher, bitmask[row].numpy(), remaining, self._history)
 
     def accept(self, token_id: int) -> bool:
         """Advance over one token; False (state unchanged) if the grammar does not allow it."""
-        return bool(self._matcher.accept_token(int(token_id)))
+        ok = bool(self._matcher.accept_token(int(token_id)))
+        if ok:
+            self._history.append(int(token_id))
+        return ok
 
     def accept_tokens(self, token_ids: list[int]) -> int:
         """Advance over tokens in order until one is refused; returns how many were accepted."""
         for i, token in enumerate(token_ids):
-            if not self._matcher.accept_token(int(token)):
+            if not self.accept(token):
                 return i
         return len(token_ids)
 
@@ -76,9 +91,11 @@ class ToolGrammarMatcher:
         """Undo the last n accepted tokens."""
         if n > 0:
             self._matcher.rollback(n)
+            del self._history[-n:]
 
     def reset(self) -> None:
         self._matcher.reset()
+        self._history.clear()
 
     def is_terminated(self) -> bool:
         """True once a stop token was accepted."""
@@ -92,11 +109,13 @@ class ToolGrammarMatcher:
         """Tokens the grammar forces next (e.g. the rest of a tool name), for jump-forward decoding."""
         return list(self._matcher.find_jump_forward_tokens())
 
-    def fill_block_masks(self, draft_tokens: list[int], bitmask: torch.Tensor, row_offset: int = 0) -> int:
+    def fill_block_masks(self, draft_tokens: list[int], bitmask: torch.Tensor, row_offset: int = 0,
+                         remaining: int | None = None) -> int:
         """Masks for a speculative verify block: row k (k = 0..len(draft)) gets the mask after
         accepting draft_tokens[:k]. Stops at the first draft token the grammar refuses, or just
         after a stop token (nothing follows it); rows past that are filled all-allowed because
         verification never reads them. The matcher state is unchanged on return.
+        With `remaining`, row k is steered as fill_mask would with remaining - k.
         Returns the number of valid rows (1 + number of draft tokens walked over)."""
         n = len(draft_tokens) + 1
         rows = bitmask[row_offset:row_offset + n]  # [n, W] int32, a view
@@ -112,11 +131,22 @@ class ToolGrammarMatcher:
         # Row k is valid while every draft before it was allowed and was not a stop token.
         # (A plain loop: ~3 µs for 15 drafts, 4x faster than numpy on arrays this small.)
         words = rows.numpy()  # [n, W] int32, shares memory with the bitmask
-        valid = n
-        for k, token in enumerate(draft_tokens):
+        steer = self._steer if remaining is not None else None
+        valid, walked = n, 0
+        for k in range(n):
+            if steer is not None:  # the matcher stands at row k's state (walked == k)
+                steer.narrow(self._matcher, words[k], remaining - k, self._history + draft_tokens[:k])
+            if k == n - 1:
+                break
+            token = draft_tokens[k]
             if token in self._stop_ids or not 0 <= token < self.vocab_size or not (words.item(k, token >> 5) >> (token & 31)) & 1:
                 valid = k + 1
                 break
+            if steer is not None:
+                self._matcher.accept_token(int(token))
+                walked += 1
+        if walked:
+            self._matcher.rollback(walked)
         if valid < n:
             rows[valid:] = -1
         return valid
@@ -162,6 +192,8 @@ class GrammarCompiler:
         self._cache: OrderedDict[tuple, tuple[xgr.CompiledGrammar, str]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._closer: Closer | None = None  # budget steering's policy, built on first use
+        self._encode = lambda text: tokenizer.encode(text, add_special_tokens=False)
         self.hits = 0
         self.misses = 0
         self.last_compile_s = 0.0
@@ -215,7 +247,17 @@ class GrammarCompiler:
         if entry is None:
             return None
         compiled, spec = entry
-        return ToolGrammarMatcher(compiled, self.vocab_size, self.stop_token_ids, spec)
+        closer = self.closer() if choice.mode in ("required", "function") else None
+        return ToolGrammarMatcher(compiled, self.vocab_size, self.stop_token_ids, spec, closer)
+
+    def closer(self) -> Closer:
+        """The closing policy for budget-aware calls (its vocabulary tables built once)."""
+        with self._lock:
+            if self._closer is None:
+                vocab = CloseVocab(list(self._info.decoded_vocab), self.vocab_size,
+                                   self.stop_token_ids, self._encode)
+                self._closer = Closer(vocab)
+            return self._closer
 
 
 def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:

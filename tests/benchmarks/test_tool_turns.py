@@ -4,6 +4,7 @@ DFlash drafter) leaves greedy constrained output token-identical."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,39 @@ def test_auto_never_breaks_a_call(spec_core: EngineCore, chat: ChatTemplate) -> 
     turns = select_turns(4, split="heldout", kind=None)
     for turn, r in zip(turns, run_turns(spec_core, chat, turns, "auto", max_tokens=120), strict=True):
         assert score_output(r.text, turn, chat.tool_format).kind in ("call", "text"), r.text
+
+
+# A voice-sized budget. Held-out tool turns 12 (cancel_ride) and 14 (start_service): before
+# budget steering (tools_grammar/closing.py) greedy SmolLM2 padded the first free string to its
+# 64-character cap ("5634899999...") and both calls were cut mid-string at 96 tokens
+# (docs/voice-defaults.md); the dental turn is the acceptance conversation's.
+VOICE_BUDGET = 96
+PADDED_TURNS = (12, 14)
+
+
+def _matches_schema(args: dict, parameters: dict) -> bool:
+    """Args hold every required key, no unknown key, and values of the declared JSON types."""
+    props = parameters.get("properties", {})
+    kinds = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+             "array": list, "object": dict}
+    return (set(parameters.get("required", [])) <= set(args) <= set(props)
+            and all(isinstance(v, kinds.get(props[k].get("type"), object)) for k, v in args.items()))
+
+
+def test_required_calls_close_within_a_voice_budget(spec_core: EngineCore, chat: ChatTemplate) -> None:
+    from turnspec.benchmarks.voice_turns import dental_turns
+    from turnspec.tools_grammar.parser import ToolCallDone, ToolCallStreamParser
+    from turnspec.tools_grammar.schema import parse_tools
+
+    held_out = select_turns(max(PADDED_TURNS) + 1, split="heldout")
+    turns = [held_out[i] for i in PADDED_TURNS] + dental_turns()[:1]
+    plain = run_turns(spec_core, chat, turns, "required", max_tokens=VOICE_BUDGET, spec_block_size=0)
+    spec = run_turns(spec_core, chat, turns, "required", max_tokens=VOICE_BUDGET)
+    for turn, p, s in zip(turns, plain, spec, strict=True):
+        assert p.final.finish_reason == "stop" and len(p.token_ids) <= VOICE_BUDGET, p.text
+        parser = ToolCallStreamParser(chat.tool_format, parse_tools(turn.tools))
+        (call,) = [e for e in parser.feed(p.text) + parser.finish() if isinstance(e, ToolCallDone)]
+        schema = next(t["function"]["parameters"] for t in turn.tools
+                      if t["function"]["name"] == call.name)
+        assert _matches_schema(json.loads(call.arguments_json), schema), (call, p.text)
+        assert s.token_ids == p.token_ids  # steering is a function of prefix and budget left

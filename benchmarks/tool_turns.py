@@ -25,18 +25,24 @@ class TurnResult:
 
 
 def run_turns(core: EngineCore, chat: ChatTemplate, turns: list[PromptTurn],
-              tool_choice: str | dict, max_tokens: int = 160,
-              spec_block_size: int | None = None) -> list[TurnResult]:
-    """All turns in flight together (the scheduler batches them); results in turn order."""
+              tool_choice: str | dict | None, max_tokens: int = 160,
+              spec_block_size: int | None = None,
+              sampling: list[SamplingParams] | None = None) -> list[TurnResult]:
+    """All turns in flight together (the scheduler batches them); results in turn order.
+    Greedy with `max_tokens` unless `sampling` gives each turn its own parameters;
+    tool_choice None is "auto" (what a client that sends none gets)."""
+    if sampling is not None and len(sampling) != len(turns):
+        raise ValueError(f"sampling: expected one SamplingParams per turn ({len(turns)}), "
+                         f"got {len(sampling)}")
     ids = []
     for i, turn in enumerate(turns):
         tools = parse_tools(turn.tools)
         choice = parse_tool_choice(tool_choice, tools)
         grammar = chat.grammar_compiler.matcher(tools, choice, chat.tool_format)
         rid = f"turn-{i}-{id(turns)}"
-        core.add(GenerateRequest(rid, chat.render(turn.messages, tools),
-                                 SamplingParams(max_tokens=max_tokens), grammar=grammar,
-                                 spec_block_size=spec_block_size))
+        params = sampling[i] if sampling is not None else SamplingParams(max_tokens=max_tokens)
+        core.add(GenerateRequest(rid, chat.render(turn.messages, tools), params,
+                                 grammar=grammar, spec_block_size=spec_block_size))
         ids.append(rid)
     text: dict[str, list[str]] = {r: [] for r in ids}
     toks: dict[str, list[int]] = {r: [] for r in ids}

@@ -8,11 +8,22 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from turnspec.benchmarks import cpu_gemm, engine, frontend, load, mask, spec, tool_calls, tools
+    from turnspec.benchmarks import (
+        cpu_gemm,
+        engine,
+        frontend,
+        load,
+        mask,
+        spec,
+        tool_calls,
+        tools,
+        voice_defaults,
+    )
 
     bench = subparsers.add_parser("bench", help="benchmarks (print a table, write JSON)")
     sub = bench.add_subparsers(dest="bench_command", required=True)
-    for module in (cpu_gemm, engine, frontend, load, spec, tools, tool_calls, mask):
+    for module in (cpu_gemm, engine, frontend, load, spec, tools, tool_calls, mask,
+                   voice_defaults):
         module.register(sub)
     from turnspec.benchmarks.stress import cli as stress
 

@@ -22,8 +22,8 @@ class ServerConfig:
     max_running: int = 64
     max_queue: int = 256
     retry_after_s: float = 1.0
-    default_max_tokens: int = 512  # when the client gives no limit (clamped to the context)
     # Voice-safe defaults (docs/voice-defaults.md has the measurements behind each value):
+    default_max_tokens: int = 256  # when the client gives no limit (clamped to the context)
     default_temperature: float = 0.0  # when the request sends no temperature
     default_top_p: float = 1.0  # when the request sends no top_p
     loop_guard: bool = True  # end a looping turn cleanly (engine/loop_guard.py)

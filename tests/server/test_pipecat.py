@@ -83,9 +83,15 @@ class Bot:
                                      cancel_on_idle_timeout=False)
         self._started = asyncio.Event()
         self.worker.event_handler("on_pipeline_started")(self._on_started)
+        # pipecat pushes an ErrorFrame upstream, to the pipeline's source: a processor after
+        # the LLM never sees it, the worker does.
+        self.worker.event_handler("on_pipeline_error")(self._on_error)
 
     async def _on_started(self, worker, frame) -> None:
         self._started.set()
+
+    async def _on_error(self, worker, frame: ErrorFrame) -> None:
+        self.collector.errors.append(frame)
 
     async def __aenter__(self) -> Bot:
         self.runner = WorkerRunner()

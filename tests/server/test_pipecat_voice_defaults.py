@@ -57,14 +57,7 @@ def _dental_bot(port: int, calls: list[tuple[str, dict]], **settings) -> Bot:
                                       properties=fn["parameters"]["properties"],
                                       required=fn["parameters"]["required"]))
         llm.register_function(fn["name"], handler)
-    bot = Bot(llm, LLMContext(tools=ToolsSchema(standard_tools=schemas)))
-
-    # pipecat pushes an ErrorFrame upstream, to the pipeline's source, not past the collector.
-    @bot.worker.event_handler("on_pipeline_error")
-    async def _on_error(worker, frame) -> None:
-        bot.collector.errors.append(frame)
-
-    return bot
+    return Bot(llm, LLMContext(tools=ToolsSchema(standard_tools=schemas)))
 
 
 def _ws_outcomes(port: int) -> dict[str, float]:

@@ -97,7 +97,7 @@ async def test_a_turn_is_not_idleness(server):
 @pytest.mark.parametrize(("field", "value", "expected"), [
     ("max_tools", 0, "max_tools: expected >= 1"),
     ("max_input_tokens", 0, "max_input_tokens: expected >= 1 or None"),
-    ("max_output_tokens", 4, "default_max_tokens=512: expected at most max_output_tokens=4"),
+    ("max_output_tokens", 4, "default_max_tokens=256: expected at most max_output_tokens=4"),
     ("ws_idle_timeout_s", 0, "ws_idle_timeout_s: expected > 0"),
     ("send_timeout_s", -1, "send_timeout_s: expected > 0"),
     ("tls_cert", "/nonexistent.pem", "tls_cert and tls_key: expected both"),

@@ -136,7 +136,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "of the target and drafter (~18 s a process on the H200)")
     _add_model(e)
     e.add_argument("--drafter", default="default", help="drafter folder or 'default'")
-    e.add_argument("--block-size", type=int, default=None, help="serve block (<= trained)")
+    e.add_argument("--block-size", type=_block_sizes, default=None, metavar="B[,B...]",
+                   help="serve block(s), each <= trained, e.g. 8,16: one target pass per batch "
+                        "scores them all (default: the drafter's trained block)")
     e.add_argument("--samples", type=int, default=512, help="per split")
     e.add_argument("--max-len", type=int, default=2048)
     e.add_argument("--device", default="auto")
@@ -190,6 +192,18 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _block_sizes(text: str) -> tuple[int, ...]:
+    """'8,16' -> (8, 16)."""
+    try:
+        sizes = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--block-size {text!r}: expected integers separated "
+                                         "by commas, e.g. 8,16") from None
+    if any(b < 2 for b in sizes):
+        raise argparse.ArgumentTypeError(f"--block-size {text!r}: expected block sizes >= 2")
+    return sizes
+
+
 def run_train(args: argparse.Namespace) -> int:
     from turnspec.engine.local.args import resolve_model_dir
     from turnspec.speculator.train import TrainConfig, train
@@ -215,17 +229,19 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from turnspec.engine.local.args import resolve_model_dir
-    from turnspec.speculator.evaluate import evaluate_sets
+    from turnspec.speculator.evaluate import evaluate_sets, tau_table
 
     if args.json is not None and len(args.json) != len(args.data):
         raise SystemExit(f"speculator eval: {len(args.json)} --json for {len(args.data)} --data; "
                          "expected one per --data, in the same order")
-    for taus in evaluate_sets(args.data, drafter=args.drafter,
-                              model_dir=resolve_model_dir(args.model),
-                              block_size=args.block_size, samples=args.samples,
-                              max_len=args.max_len, device=args.device,
-                              with_train=args.with_train, json_out=args.json):
-        print(json.dumps(taus))
+    for path, outs in zip(args.data, evaluate_sets(
+            args.data, drafter=args.drafter, model_dir=resolve_model_dir(args.model),
+            block_sizes=args.block_size, samples=args.samples, max_len=args.max_len,
+            device=args.device, with_train=args.with_train, json_out=args.json), strict=False):
+        print(f"{path}: tau per split, 90% interval over turns\n{tau_table(outs)}",
+              file=sys.stderr)
+        for out in outs:
+            print(json.dumps(out["tau"]))
     return 0
 
 

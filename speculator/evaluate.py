@@ -1,24 +1,33 @@
-"""`turnspec speculator eval`: offline greedy tau of a drafter on one or more sample sets, with
-one load of the target and the drafter (tau.py holds the replay itself)."""
+"""`turnspec speculator eval`: offline greedy tau of a drafter on one or more sample sets, at one
+or more block sizes, with one load of the target and the drafter (tau.py holds the replay
+itself)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from turnspec.speculator.tau import format_interval
 
-def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str, block_size: int | None,
-                  samples: int, max_len: int, device: str, with_train: bool,
-                  json_out: list[Path] | None) -> Iterator[dict[str, float]]:
-    """Score each set's held-out splits (and a train sample with `with_train`); yields each
-    set's tau per split as soon as it is scored, and writes `json_out[i]` then, if given."""
+
+def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
+                  block_sizes: Sequence[int] | None, samples: int, max_len: int, device: str,
+                  with_train: bool, json_out: list[Path] | None) -> Iterator[list[dict]]:
+    """Score each set's held-out splits (and a train sample with `with_train`) at each block
+    size (None: the drafter's trained one); yields each set's results, one dict per block size
+    ({"block_size", "tau": {split: tau}, "eval": {split: TauResult dict}}), as soon as the set
+    is scored, and writes `json_out[i]` then, if given: that dict for one block size, else
+    {"block_sizes", "by_block": {"8": ..., "16": ...}}. The target runs once per batch for all
+    block sizes (`evaluate_tau_blocks`)."""
     import torch
 
     from turnspec.engine.drafter import load_drafter
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.target import FrozenTarget
-    from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device, run_evals
+    from turnspec.speculator.tau import evaluate_tau_blocks
+    from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device
 
     if json_out is not None and len(json_out) != len(data):
         raise ValueError(f"json_out: expected one path per data set ({len(data)}), got "
@@ -27,13 +36,43 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str, block_size:
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     model = load_drafter(drafter, device=dev, dtype=dtype)
     target = FrozenTarget.from_model_dir(model_dir, model.config.target_layer_ids, dev, dtype)
-    block = block_size or model.config.block_size
+    blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
+    batch = 128 if dev.type == "cuda" else 16
     log = RunLog(None, echo=True)
     for i, path in enumerate(data):
         splits = eval_splits(read_samples(path), samples, with_train=with_train)
-        results = run_evals(model, target, splits, block, max_len, log)
-        out = {"drafter": str(drafter), "data": str(path), "block_size": block,
-               "tau": {k: v["tau"] for k, v in results.items()}, "eval": results}
+        results: dict[int, dict[str, dict]] = {b: {} for b in blocks}
+        for name, seqs in splits.items():
+            t = time.perf_counter()
+            for b, r in evaluate_tau_blocks(model, target, seqs, blocks, batch_size=batch,
+                                            max_len=max_len).items():
+                results[b][name] = r.to_dict()
+                log(f"tau[{name}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) over "
+                    f"{r.steps} steps, {r.samples} samples")
+            log(f"{name}: {time.perf_counter() - t:.1f}s")
+        outs = [{"drafter": str(drafter), "data": str(path), "block_size": b,
+                 "tau": {k: v["tau"] for k, v in res.items()}, "eval": res}
+                for b, res in results.items()]
         if json_out is not None:
-            json_out[i].write_text(json.dumps(out, indent=2) + "\n")
-        yield out["tau"]
+            doc = outs[0] if len(outs) == 1 else {
+                "drafter": str(drafter), "data": str(path), "block_sizes": list(blocks),
+                "by_block": {str(o["block_size"]): o for o in outs}}
+            json_out[i].write_text(json.dumps(doc, indent=2) + "\n")
+        yield outs
+
+
+def tau_table(outs: list[dict]) -> str:
+    """One set's results as a fixed-width table: a row per split, a column per block size
+    (tau and its 90% interval over turns), and the turns scored."""
+    splits = list(dict.fromkeys(k for o in outs for k in o["eval"]))
+    head = f"{'split':28}" + "".join(f"{'B=' + str(o['block_size']):>20}" for o in outs) + \
+        f"{'turns':>7}"
+    lines = [head]
+    for name in splits:
+        cells = ""
+        for o in outs:
+            r = o["eval"].get(name)
+            cells += f"{r['tau']:>7.2f} ({format_interval(r['ci90'])})" if r else f"{'-':>20}"
+        turns = next(o["eval"][name]["samples"] for o in outs if name in o["eval"])
+        lines.append(f"{name:28}{cells}{turns:>7}")
+    return "\n".join(lines)

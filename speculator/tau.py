@@ -47,27 +47,50 @@ def evaluate_tau(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sam
                  max_len: int = 2048) -> TauResult:
     """Greedy tau of `drafter` on `samples` (right-truncated to max_len tokens)."""
     blk = block_size or drafter.config.block_size
-    if not 2 <= blk <= drafter.config.block_size:
-        raise ValueError(f"block_size={blk}: expected 2..{drafter.config.block_size} "
-                         "(serve at or below the trained block size)")
+    return evaluate_tau_blocks(drafter, target, samples, (blk,), batch_size=batch_size,
+                               max_len=max_len)[blk]
+
+
+@torch.no_grad()
+def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample],
+                        block_sizes: Sequence[int], *, batch_size: int = 32,
+                        max_len: int = 2048) -> dict[int, TauResult]:
+    """`evaluate_tau` at several block sizes, running the target once per batch for all of
+    them: on a CPU the target's forward over ~600-1,000-token tool prompts is most of a
+    replay's time, so B=8 and B=16 together cost little more than one."""
+    blocks = tuple(dict.fromkeys(block_sizes))
+    if not blocks:
+        raise ValueError("block_sizes: expected at least one block size")
+    for blk in blocks:
+        if not 2 <= blk <= drafter.config.block_size:
+            raise ValueError(f"block_size={blk}: expected 2..{drafter.config.block_size} "
+                             "(serve at or below the trained block size)")
     seqs = [s for s in samples if s.prompt_len < min(len(s.input_ids), max_len) - 1]
     seqs.sort(key=lambda s: len(s.input_ids))
-    hist = torch.zeros(blk, dtype=torch.long, device=target.device)
-    row_tokens: list[int] = []
-    row_steps: list[int] = []
+    hist = {b: torch.zeros(b, dtype=torch.long, device=target.device) for b in blocks}
+    row_tokens: dict[int, list[int]] = {b: [] for b in blocks}
+    row_steps: dict[int, list[int]] = {b: [] for b in blocks}
     was_training = drafter.training
     drafter.eval()
     for i in range(0, len(seqs), batch_size):
-        h, t, n = _replay(drafter, target, seqs[i : i + batch_size], blk, max_len)
-        hist += h
-        row_tokens += t.tolist()
-        row_steps += n.tolist()
+        batch = seqs[i : i + batch_size]
+        context = replay_context(drafter, target, batch, max_len, max(blocks))
+        for blk in blocks:
+            h, t, n = _replay(drafter, target, batch, blk, max_len, context)
+            hist[blk] += h
+            row_tokens[blk] += t.tolist()
+            row_steps[blk] += n.tolist()
     drafter.train(was_training)
-    counts = hist.tolist()
+    return {blk: _result(hist[blk].tolist(), row_tokens[blk], row_steps[blk], len(seqs))
+            for blk in blocks}
+
+
+def _result(counts: list[int], row_tokens: list[int], row_steps: list[int],
+            samples: int) -> TauResult:
     steps = sum(counts)
     tokens = sum((n + 1) * c for n, c in enumerate(counts))
     return TauResult(tau=tokens / steps if steps else float("nan"), steps=steps, tokens=tokens,
-                     samples=len(seqs), histogram=tuple(counts),
+                     samples=samples, histogram=tuple(counts),
                      ci90=tau_interval(row_tokens, row_steps),
                      rows=tuple(zip(row_tokens, row_steps, strict=True)))
 
@@ -100,7 +123,7 @@ def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9
 
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-            max_len: int) -> tuple[Tensor, Tensor, Tensor]:
+            max_len: int, context: ReplayContext) -> tuple[Tensor, Tensor, Tensor]:
     """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and
     steps [b] per sequence)."""
     dev = target.device
@@ -108,7 +131,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
     hist = torch.zeros(blk, dtype=torch.long, device=dev)
     row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
     row_steps = torch.zeros(b, dtype=torch.long, device=dev)
-    for step in replay_steps(drafter, target, seqs, blk, max_len):
+    for step in replay_steps(drafter, target, seqs, blk, max_len, context):
         hist += torch.bincount((step.produced - 1)[step.active], minlength=blk)
         row_tokens += torch.where(step.active, step.produced, 0)
         row_steps += step.active
@@ -124,25 +147,52 @@ class ReplayStep:
     active: Tensor     # [b] bool
 
 
-def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-                 max_len: int) -> Iterator[ReplayStep]:
-    """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
-    (scripts/analysis/tau_misses.py reads which token each step stopped at)."""
+@dataclass(slots=True, frozen=True)
+class ReplayContext:
+    """What a batch's replay needs from the target, whatever the block size: the drafter
+    context K/V of every position, computed from one target forward."""
+    ids: Tensor            # [b, width + pad] int64, zero-padded so block gathers stay in range
+    start: Tensor          # [b] the first anchor (the prompt's length)
+    end: Tensor            # [b] the last position
+    ks: list[Tensor]       # per drafter layer, the context keys of every position
+    vs: list[Tensor]
+    dtype: torch.dtype     # the projected context's (the drafter's block runs in it)
+    pad: int               # the largest block this context serves
+
+
+def replay_context(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample],
+                   max_len: int, pad: int) -> ReplayContext:
+    """The target's taps for a batch, projected into the drafter's context K/V once."""
     dev = target.device
     lens = [min(len(s.input_ids), max_len) for s in seqs]
     width = max(lens)
-    ids = torch.zeros(len(seqs), width + blk, dtype=torch.long)             # padded for gathers
+    ids = torch.zeros(len(seqs), width + pad, dtype=torch.long)             # padded for gathers
     for r, (s, n) in enumerate(zip(seqs, lens, strict=True)):
         ids[r, :n] = torch.tensor(s.input_ids[:n])
     ids = ids.to(dev)
-    anchor = torch.tensor([s.prompt_len for s in seqs], device=dev)        # [b]
-    end = torch.tensor(lens, device=dev) - 1                               # last position
     b = len(seqs)
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         taps = target.features(ids[:, :width])                             # [b, S, K*H]
         ctx = drafter.project_context(taps.to(drafter.dtype))
         kv = drafter.context_kv(ctx, torch.arange(width, device=dev).expand(b, width))
-        ks, vs = [k for k, _ in kv], [v for _, v in kv]
+    return ReplayContext(ids, torch.tensor([s.prompt_len for s in seqs], device=dev),
+                         torch.tensor(lens, device=dev) - 1, [k for k, _ in kv],
+                         [v for _, v in kv], ctx.dtype, pad)
+
+
+def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
+                 max_len: int, context: ReplayContext | None = None) -> Iterator[ReplayStep]:
+    """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
+    (scripts/analysis/tau_misses.py reads which token each step stopped at). `context`: the
+    batch's `replay_context`, when several block sizes share it."""
+    if context is None:
+        context = replay_context(drafter, target, seqs, max_len, blk)
+    if blk > context.pad:
+        raise ValueError(f"block {blk}: the replay context was padded for blocks up to "
+                         f"{context.pad}; expected a context built with pad >= {blk}")
+    dev = target.device
+    ids, end, anchor = context.ids, context.end, context.start
+    with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         offs = torch.arange(blk, device=dev)
         while True:
             active = anchor < end                                          # [b]
@@ -150,7 +200,8 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
                 break
             pos = anchor[:, None] + offs                                   # [b, blk]
             blocks = block_inputs(ids, anchor[:, None], blk, drafter.config.mask_token_id)[:, 0]
-            h = drafter.forward_block(target.embed(blocks).to(ctx.dtype), pos, ks, vs, anchor)
+            h = drafter.forward_block(target.embed(blocks).to(context.dtype), pos, context.ks,
+                                      context.vs, anchor)
             drafts = target.logits(h[:, 1:]).argmax(-1)                    # [b, blk-1]
             truth = ids.gather(1, pos[:, 1:])
             hit = (drafts == truth) & (pos[:, 1:] <= end[:, None])

@@ -55,6 +55,21 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     with pytest.raises(ValueError, match="hold no train split"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
              str(run / "drafter"), "--device", "cpu", "--with-train")
+    # several block sizes in one pass: one JSON per set with each block's results, the
+    # same as scoring each alone; a table with intervals on stderr
+    capsys.readouterr()
+    multi = tmp_path / "multi.json"
+    assert _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+                str(run / "drafter"), "--samples", "4", "--block-size", "3,2", "--device", "cpu",
+                "--json", str(multi)) == 0
+    m = json.loads(multi.read_text())
+    assert m["block_sizes"] == [3, 2] and m["by_block"]["3"]["tau"] == b["tau"]
+    assert m["by_block"]["2"]["block_size"] == 2
+    assert all(1.0 <= t <= 2.0 for t in m["by_block"]["2"]["tau"].values())
+    err = capsys.readouterr().err
+    assert "B=3" in err and "B=2" in err and "tools-heldout" in err
+    with pytest.raises(SystemExit):
+        _run("speculator", "eval", "--data", str(held), "--block-size", "8,x")
     # export from the run folder (its checkpoint.pt) == the drafter train exported
     assert _run("speculator", "export", "--out", str(tmp_path / "x"), "--checkpoint", str(run),
                 "--dtype", "float32", "--reproduce", "turnspec speculator train ...") == 0

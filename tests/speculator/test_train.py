@@ -17,7 +17,7 @@ from turnspec.engine.drafter.folder import load_drafter
 from turnspec.speculator import train_io
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.target import FrozenTarget
-from turnspec.speculator.tau import evaluate_tau, replay_steps
+from turnspec.speculator.tau import evaluate_tau, evaluate_tau_blocks, replay_steps
 from turnspec.speculator.train import TrainConfig, train
 
 
@@ -127,6 +127,21 @@ def test_offline_tau_equals_online_greedy_decoding(trained, tiny_data, tiny_targ
         assert bool((st.produced[st.active] <= st.accepted[st.active] + 1).all())
         nxt = torch.where(st.active, st.anchor + st.produced, nxt)
     assert sum(int(st.produced[st.active].sum()) for st in steps) == r.tokens
+
+
+def test_several_block_sizes_share_one_target_pass(trained, tiny_data, tiny_target_dir):
+    """`evaluate_tau_blocks` (one target forward per batch for every block size) gives each
+    block size exactly what evaluating it alone gives."""
+    out, _ = trained
+    drafter = load_drafter(out / "drafter", dtype=torch.float64)
+    frozen = FrozenTarget.from_model_dir(tiny_target_dir, TINY_LAYER_IDS, dtype=torch.float64)
+    held = [s for s in read_samples(tiny_data) if s.split == "heldout"][:12]
+    both = evaluate_tau_blocks(drafter, frozen, held, (4, 2), batch_size=5)
+    assert list(both) == [4, 2]
+    for blk in (2, 4):
+        assert both[blk] == evaluate_tau(drafter, frozen, held, block_size=blk, batch_size=5)
+    with pytest.raises(ValueError, match="block_size=5: expected 2..4"):
+        evaluate_tau_blocks(drafter, frozen, held, (2, 5))
 
 
 def test_resume_reaches_the_same_weights(tiny_data, tiny_target_dir, tmp_path, monkeypatch):

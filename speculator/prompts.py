@@ -9,7 +9,7 @@ template, e.g. `ChatTemplate.render_many`) so this module needs no engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from turnspec.speculator.datagen import PromptItem, conversation_key
 from turnspec.tools_grammar.schema import ToolSpec, parse_tools
@@ -122,6 +122,18 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                                                                         indices=own)):
                 yield f"{turn.conversation_id}:{turn.turn}", split, "synthetic", turn.messages, turn.tools
 
+    wanted = (c for c in candidates()
+            if is_ours(conversation_key(c[0])) and (keep is None or keep(c[0])))
+    return render_items(render, wanted, max_prompt_tokens)
+
+
+Candidate = tuple[str, str, str, list[dict], list]  # (id, split, source, messages, tools JSON)
+
+
+def render_items(render: RenderFn, candidates: Iterable[Candidate],
+                 max_prompt_tokens: int) -> tuple[list[PromptItem], int]:
+    """Render (id, split, source, messages, tools) candidates in chunks of RENDER_CHUNK into
+    prompt items; returns them and the number skipped for exceeding max_prompt_tokens."""
     items: list[PromptItem] = []
     skipped = 0
     tool_sets: dict[str, list[ToolSpec]] = {}  # a call's turns share its tools: parse them once
@@ -137,10 +149,7 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
                 items.append(PromptItem(item_id, split, source, tuple(ids)))
         pending.clear()
 
-    for item_id, split, source, messages, tool_json in candidates():
-        conv = conversation_key(item_id)
-        if not is_ours(conv) or (keep is not None and not keep(item_id)):
-            continue
+    for item_id, split, source, messages, tool_json in candidates:
         key = repr(tool_json)
         tools = tool_sets.get(key)
         if tools is None:

@@ -13,6 +13,7 @@ from tqdm import tqdm
 from turnspec.engine.drafter.config import DFlashConfig
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.data import Sample, copied_share
+from turnspec.speculator.eval_set import SOURCES as INDEPENDENT
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import evaluate_tau, format_interval
 
@@ -65,12 +66,14 @@ def eval_splits(samples: list[Sample], n: int, with_train: bool = False) -> dict
     """Held-out samples per source ("tools-heldout", "generic-heldout"), at most n each, plus
     "tools-heldout-copied": the held-out tool turns whose answer is mostly (>= COPIED) a copy
     from the prompt (`copied_share`), the drafter's weak spot; with with_train also
-    "train-sample" (n training samples, to see the generalisation gap)."""
+    "train-sample" (n training samples, to see the generalisation gap). The independent set's
+    sources (held out by construction) name their split alone: "independent-voice",
+    "independent-generic"."""
     out: dict[str, list[Sample]] = {}
     for source in sorted({s.source for s in samples}):
         held = [s for s in samples if s.split == "heldout" and s.source == source]
         if held:
-            out[f"{source}-heldout"] = _spread(held, n)
+            out[source if source in INDEPENDENT else f"{source}-heldout"] = _spread(held, n)
         copied = [s for s in held if source == "tools" and copied_share(s) >= COPIED]
         if copied:
             out["tools-heldout-copied"] = _spread(copied, n)

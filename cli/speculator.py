@@ -48,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--workload", type=int, choices=WORKLOADS, default=LATEST_WORKLOAD,
                    help="workload version: which train goals the tool conversations draw from "
                         "(2 adds 40; the held-out goals are the same in each; default: %(default)s)")
+    f = d.add_argument_group("prompts from files instead of the workload generator (the "
+                             "workload flags above are then unused)")
+    f.add_argument("--eval-set", action="store_true",
+                   help="answer the independent evaluation set (speculator/eval/, hand-written, "
+                        "never trained on): every sample held out, sources independent-voice "
+                        "and independent-generic, for `speculator eval`")
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")

@@ -43,11 +43,15 @@ def run_datagen(args: argparse.Namespace) -> int:
     if args.prompt_parts < 1:
         raise SystemExit(f"--prompt-parts: expected >= 1, got {args.prompt_parts}")
 
-    # the arguments that fix the prompts: the same keys meta.json records and a rebuild reads
-    build = {**{k: getattr(args, k) for k in BUILD_KEYS},
-             "shard": args.shard[0], "num_shards": args.shard[1]}
     t0 = time.perf_counter()
-    builder = PromptParts(cfg.model_dir, build, args.prompt_parts)
+    builder: PromptParts | FileParts
+    if args.eval_set:
+        builder = FileParts.from_args(args, cfg.model_dir)
+    else:
+        # the arguments that fix the prompts: the same keys meta.json records and a rebuild reads
+        build = {**{k: getattr(args, k) for k in BUILD_KEYS},
+                 "shard": args.shard[0], "num_shards": args.shard[1]}
+        builder = PromptParts(cfg.model_dir, build, args.prompt_parts)
     try:
         engine = LocalEngine(cfg)
         engine.load()
@@ -65,20 +69,18 @@ def run_datagen(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngine,
-            first: list[PromptItem], builder: PromptParts) -> tuple[dict, dict, dict]:
+            first: list[PromptItem], builder: PromptParts | FileParts) -> tuple[dict, dict, dict]:
     """Answer part 0, then the others as the builder gives them: generate_dataset's counts,
     the engine's prompt-token counts, and the CPU of the answering part."""
     import torch
 
     from turnspec.engine.protocol import SamplingParams
     from turnspec.speculator.datagen import generate_dataset
-    from turnspec.speculator.responses import BUILD_KEYS
     from turnspec.speculator.thread_cpu import other_threads_cpu, thread_cpu_seconds
 
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
     meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
-            **{k: getattr(args, k) for k in BUILD_KEYS},
-            "skipped_long_prompts": builder.skipped,
+            **builder.describes(args), "skipped_long_prompts": builder.skipped,
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
             "speculator": args.speculator, "feed": args.feed,
             "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),
@@ -104,6 +106,43 @@ def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngin
            "main_thread_cpu_s": round(time.thread_time() - main0, 2),
            **other_threads_cpu(threads0, thread_cpu_seconds(), {threading.get_native_id()})}
     return stats, counts, cpu
+
+
+class FileParts:
+    """Prompts from files rather than the workload generator, rendered here at once (a few
+    hundred to a few thousand): the independent evaluation set (`--eval-set`, every prompt
+    held out). The same interface as `PromptParts`, in one part."""
+
+    def __init__(self, items: list[PromptItem], skipped: int, what: dict) -> None:
+        self._items: list[PromptItem] | None = items
+        self.skipped, self._what = skipped, what
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, model_dir: str) -> FileParts:
+        from turnspec.engine.chat import ChatTemplate
+
+        if args.shard != (0, 1):
+            raise SystemExit("--shard applies to workload prompts only; expected no --shard with "
+                             "--eval-set")
+        render = ChatTemplate.from_model_dir(model_dir).render_many
+        from turnspec.speculator.eval_set import eval_prompt_items
+
+        items, skipped = eval_prompt_items(render, args.max_prompt_tokens)
+        return cls(items, skipped, {"prompt_source": "eval-set",
+                                    "max_prompt_tokens": args.max_prompt_tokens})
+
+    def describes(self, args: argparse.Namespace) -> dict:
+        return dict(self._what)
+
+    def next_part(self) -> list[PromptItem] | None:
+        items, self._items = self._items, None
+        return items
+
+    def stats(self) -> dict:
+        return {"prompt_parts": 1, "prompt_parts_used": 1}
+
+    def close(self) -> None:
+        pass
 
 
 class PromptParts:
@@ -140,6 +179,12 @@ class PromptParts:
         self._build_s.append(build_s)
         self._cpu_s.append(cpu_s)
         return items
+
+    def describes(self, args: argparse.Namespace) -> dict:
+        """The datagen arguments that fix the prompts (meta.json; what a rebuild reads)."""
+        from turnspec.speculator.responses import BUILD_KEYS
+
+        return {k: getattr(args, k) for k in BUILD_KEYS}
 
     def stats(self) -> dict:
         """Seconds (wall, CPU) the child spent on each part it handed over; the parts a

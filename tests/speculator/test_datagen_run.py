@@ -8,7 +8,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from turnspec.engine.chat import ChatTemplate
-from turnspec.speculator.datagen_run import PromptParts, _check_same_render
+from turnspec.speculator.datagen_run import FileParts, PromptParts, _check_same_render
 from turnspec.speculator.prompts import build_prompt_items
 
 
@@ -56,3 +56,26 @@ def test_a_failed_or_killed_renderer_stops_the_run(smollm2_dir):
             killed.next_part()
     finally:
         killed.close()
+
+
+def _datagen_args(*argv: str):
+    import argparse
+
+    from turnspec.cli.speculator import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["speculator", "datagen", "--out", "unused", *argv])
+
+
+def test_eval_set_prompts_come_from_the_files(smollm2_dir):
+    """`datagen --eval-set`: the independent set's 465 prompts (346 assistant turns, 119 generic),
+    all held out, in one part; --shard is refused."""
+    parts = FileParts.from_args(_datagen_args("--eval-set"), str(smollm2_dir))
+    items = parts.next_part()
+    assert parts.next_part() is None and parts.skipped == 0
+    assert len(items) == 465 and {it.split for it in items} == {"heldout"}
+    assert {it.source for it in items} == {"independent-voice", "independent-generic"}
+    assert parts.describes(None)["prompt_source"] == "eval-set"
+    with pytest.raises(SystemExit, match="--shard applies to workload prompts only"):
+        FileParts.from_args(_datagen_args("--eval-set", "--shard", "0/2"), str(smollm2_dir))

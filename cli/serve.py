@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 
 from turnspec.cli.serve_limits import add_limit_args, limit_config_from_args
 from turnspec.engine.local.args import (
@@ -25,6 +26,7 @@ from turnspec.engine.local.args import (
 )
 from turnspec.engine.protocol import Engine
 from turnspec.server.config import ServerConfig
+from turnspec.server.recorder import RecorderConfig, read_redact_file
 from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
 
 API_KEY_ENV = "TURNSPEC_API_KEY"
@@ -68,6 +70,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--trace-sample", type=float, default=1.0, metavar="RATIO",
                    help="share of turns traced when the client sent no sampled traceparent "
                         "(default: %(default)s)")
+    r = p.add_argument_group(
+        "conversation recording (off by default)",
+        "finished turns as JSONL in the workload record schema, for `turnspec speculator datagen "
+        "--from-conversations DIR`; written off the event loop, dropped (with a warning) rather "
+        "than delaying a stream; the API key is never written")
+    r.add_argument("--record-conversations", type=Path, default=None, metavar="DIR",
+                   help="record every finished turn (messages, tools, the reply) under DIR")
+    r.add_argument("--record-redact", type=Path, default=None, metavar="FILE",
+                   help="regexes, one a line, replaced by [redacted] in every message and tool "
+                        "call argument before it is written")
+    r.add_argument("--record-max-file-mb", type=float, default=64.0,
+                   help="start a new file past this size (default: %(default)s)")
+    r.add_argument("--record-max-files", type=int, default=50,
+                   help="keep this many files, deleting the oldest (default: %(default)s)")
     g = p.add_argument_group("--engine sglang (GPU machines)")
     g.add_argument("--sglang-mem-fraction", type=float, default=0.85,
                    help="share of GPU memory SGLang takes for weights and KV (default: %(default)s)")
@@ -119,7 +135,19 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         default_max_tokens=args.default_max_tokens, max_message_bytes=args.max_message_bytes,
         drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size,
         default_temperature=args.default_temperature, default_top_p=args.default_top_p,
-        loop_guard=args.loop_guard, **limit_config_from_args(args))
+        loop_guard=args.loop_guard, record=_recorder_config(args), **limit_config_from_args(args))
+
+
+def _recorder_config(args: argparse.Namespace) -> RecorderConfig | None:
+    """--record-* -> RecorderConfig; None (nothing is ever written) without --record-conversations."""
+    if args.record_conversations is None:
+        if args.record_redact is not None:
+            raise ValueError("--record-redact: applies with --record-conversations DIR only")
+        return None
+    redact = read_redact_file(args.record_redact) if args.record_redact is not None else ()
+    return RecorderConfig(folder=args.record_conversations, redact=redact,
+                          max_file_bytes=int(args.record_max_file_mb * (1 << 20)),
+                          max_files=args.record_max_files)
 
 
 def add_fake_engine_args(p: argparse.ArgumentParser) -> None:
@@ -158,10 +186,9 @@ def build_engine(args: argparse.Namespace):
     return _sglang_engine(args)
 
 
-async def _serve(args: argparse.Namespace, engine: Engine) -> int:
+async def _serve(args: argparse.Namespace, engine: Engine, config: ServerConfig) -> int:
     from turnspec.server.app import ServerApp
 
-    config = server_config_from_args(args)
     tracing = TracingConfig(otlp_endpoint=args.otlp_endpoint, otlp_protocol=args.otlp_protocol,
                             console=args.trace_console, sample_ratio=args.trace_sample)
     app = ServerApp(engine, config, build_tracer_provider(tracing))
@@ -185,12 +212,13 @@ async def _serve(args: argparse.Namespace, engine: Engine) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        config = server_config_from_args(args)  # bad flags fail before the engine loads
         engine = build_engine(args)  # a missing backend fails here, before any port is bound
-    except ValueError as e:
+    except (ValueError, OSError) as e:  # OSError: an unreadable --record-redact file
         print(f"turnspec serve: error: {e}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_serve(args, engine))
+        return asyncio.run(_serve(args, engine, config))
     except KeyboardInterrupt:
         return 130
     except OSError as e:  # port in use, etc.

@@ -116,6 +116,8 @@ class ServerApp:
             await self._runner.cleanup()
         if self.hub.ready and stop_engine:
             await self.hub.engine.shutdown()
+        if self.hub.recorder is not None:  # write what is queued (off the loop: it joins)
+            await asyncio.to_thread(self.hub.recorder.close)
         if self.hub.tracer_provider is not None:  # export what is still batched
             await asyncio.to_thread(self.hub.tracer_provider.shutdown)
         log.info("stopped")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from turnspec.server.recorder import RecorderConfig
+
 
 @dataclass(slots=True, frozen=True)
 class ServerConfig:
@@ -42,6 +44,7 @@ class ServerConfig:
     tls_key: str | None = None  # its PEM private key
     drain_seconds: float = 10.0
     spec_block_size: int | None = None  # per-request override sent to the engine (None: engine's)
+    record: RecorderConfig | None = None  # finished turns to JSONL (server/recorder.py); None: off
 
     def __post_init__(self) -> None:
         for name in ("port",):

@@ -17,6 +17,7 @@ from turnspec.server.admission import Admission
 from turnspec.server.config import ServerConfig
 from turnspec.server.errors import ApiError, unauthorized, unavailable
 from turnspec.server.metrics import Metrics, ServerState
+from turnspec.server.recorder import ConversationRecorder
 from turnspec.server.tracing import TurnTracer
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class SessionHub:
         self.config = config
         self.metrics = Metrics(self._state, engine.stats)
         self.admission = Admission(config.max_running, config.max_queue, config.retry_after_s)
+        self.recorder = (ConversationRecorder(config.record, secrets=(config.api_key,))
+                         if config.record is not None else None)
         self.ready = False
         self.draining = False
         self._turns: dict[str, Turn] = {}

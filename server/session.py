@@ -27,7 +27,7 @@ from turnspec.server.events import TurnDone
 from turnspec.server.timing import TurnClock
 from turnspec.server.turn import Turn, engine_error
 from turnspec.tools_grammar.parser import ToolCallStreamParser
-from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
+from turnspec.tools_grammar.schema import ToolSpec, parse_tool_choice, parse_tools
 
 if TYPE_CHECKING:
     from turnspec.server.hub import SessionHub
@@ -170,7 +170,8 @@ class Session:
             hub.unreserve(request_id)
             raise engine_error(e) from None
         turn = Turn(hub, self.transport, greq, stream, response_id=response_id, parser=parser,
-                    clock=clock, span=root, on_done=self._remember(history, req.instructions))
+                    clock=clock, span=root,
+                    on_done=self._remember(history, req.instructions, messages, tools))
         self.active[response_id] = turn
         hub.turn_started(turn, on_close=lambda t: self.active.pop(t.response_id, None))
         return turn
@@ -213,9 +214,10 @@ class Session:
             msg = str(e)
             raise invalid(msg, param=msg.split(":", 1)[0]) from None
 
-    def _remember(self, history: list[Message], instructions: str | None):
-        store = self.store
-        if store is None:
+    def _remember(self, history: list[Message], instructions: str | None,
+                  prompted: list[Message], tools: list[ToolSpec]):
+        store, recorder = self.store, self.hub.recorder
+        if store is None and recorder is None:
             return None
 
         def on_done(turn: Turn, done: TurnDone) -> None:
@@ -227,9 +229,14 @@ class Session:
                     {"id": c.call_id, "type": "function",
                      "function": {"name": c.name, "arguments": c.arguments_json}}
                     for c in done.tool_calls]
-            store.put(turn.response_id, Conversation(
-                history + [msg], turn.request.prompt_token_ids + turn.generated_ids,
-                instructions))
+            if store is not None:
+                store.put(turn.response_id, Conversation(
+                    history + [msg], turn.request.prompt_token_ids + turn.generated_ids,
+                    instructions))
+            if recorder is not None:  # a queue put: the loop never waits on the disk
+                recorder.record(prompted + [msg], [t.to_openai() for t in tools], {
+                    "transport": self.transport, "response_id": turn.response_id,
+                    "finish_reason": done.finish_reason})
 
         return on_done
 

@@ -54,6 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="answer the independent evaluation set (speculator/eval/, hand-written, "
                         "never trained on): every sample held out, sources independent-voice "
                         "and independent-generic, for `speculator eval`")
+    f.add_argument("--from-conversations", type=Path, default=None, metavar="DIR",
+                   help="answer the conversations `turnspec serve --record-conversations DIR` "
+                        "recorded (source 'recorded'), e.g. to fine-tune with `speculator train "
+                        "--init-from default`")
+    f.add_argument("--conversations-heldout-frac", type=float, default=0.1,
+                   help="share of recorded calls held out, by call (default: %(default)s)")
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")

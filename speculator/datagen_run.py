@@ -33,6 +33,8 @@ def run_datagen(args: argparse.Namespace) -> int:
     from turnspec.engine.local.args import engine_config_from_args
     from turnspec.speculator.responses import BUILD_KEYS
 
+    if args.eval_set and args.from_conversations is not None:
+        raise SystemExit("--eval-set and --from-conversations: expected at most one prompt source")
     cfg = engine_config_from_args(args)
     if args.feed == "stream":
         default = max(1, cfg.max_batch // 8)  # an explicit 0 reaches the config's check
@@ -45,7 +47,7 @@ def run_datagen(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     builder: PromptParts | FileParts
-    if args.eval_set:
+    if args.eval_set or args.from_conversations is not None:
         builder = FileParts.from_args(args, cfg.model_dir)
     else:
         # the arguments that fix the prompts: the same keys meta.json records and a rebuild reads
@@ -111,7 +113,8 @@ def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngin
 class FileParts:
     """Prompts from files rather than the workload generator, rendered here at once (a few
     hundred to a few thousand): the independent evaluation set (`--eval-set`, every prompt
-    held out). The same interface as `PromptParts`, in one part."""
+    held out) or a deployment's recorded conversations (`--from-conversations DIR`). The same
+    interface as `PromptParts`, in one part."""
 
     def __init__(self, items: list[PromptItem], skipped: int, what: dict) -> None:
         self._items: list[PromptItem] | None = items
@@ -123,13 +126,26 @@ class FileParts:
 
         if args.shard != (0, 1):
             raise SystemExit("--shard applies to workload prompts only; expected no --shard with "
-                             "--eval-set")
+                             "--eval-set or --from-conversations")
         render = ChatTemplate.from_model_dir(model_dir).render_many
-        from turnspec.speculator.eval_set import eval_prompt_items
+        if args.eval_set:
+            from turnspec.speculator.eval_set import eval_prompt_items
 
-        items, skipped = eval_prompt_items(render, args.max_prompt_tokens)
-        return cls(items, skipped, {"prompt_source": "eval-set",
-                                    "max_prompt_tokens": args.max_prompt_tokens})
+            items, skipped = eval_prompt_items(render, args.max_prompt_tokens)
+            return cls(items, skipped, {"prompt_source": "eval-set",
+                                        "max_prompt_tokens": args.max_prompt_tokens})
+        from turnspec.speculator.recorded import recorded_prompt_items
+
+        items, skipped = recorded_prompt_items(render, args.from_conversations,
+                                               args.conversations_heldout_frac,
+                                               args.max_prompt_tokens)
+        if not items:
+            raise SystemExit(f"{args.from_conversations}: the recorded conversations hold no "
+                             "assistant turn to answer")
+        return cls(items, skipped, {
+            "prompt_source": "recorded", "from_conversations": str(args.from_conversations),
+            "conversations_heldout_frac": args.conversations_heldout_frac,
+            "max_prompt_tokens": args.max_prompt_tokens})
 
     def describes(self, args: argparse.Namespace) -> dict:
         return dict(self._what)

@@ -2,8 +2,8 @@
 127.0.0.1 with the real SmolLM2 engine writes each finished turn of a WS conversation, an HTTP
 chat and a gRPC turn as a workload record (messages, tools, the reply), rotates files at a
 small size, redacts what it is told to, never writes the API key, and writes nothing at all
-without the flag. The writer itself: rotation by size and count, and a full queue that drops
-instead of blocking."""
+without the flag; `speculator datagen --from-conversations` answers what it wrote. The writer
+itself: rotation by size and count, and a full queue that drops instead of blocking."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import aiohttp
 import pytest
 
 from turnspec.cli import serve as serve_cli
+from turnspec.cli import speculator as speculator_cli
 from turnspec.loadtest.clients import ResponsesSocketClient
 from turnspec.loadtest.grpc_client import GenerationClient
 from turnspec.server.recorder import ConversationRecorder, RecorderConfig
@@ -147,6 +148,37 @@ def test_files_rotate_and_never_hold_the_api_key(recorded):
         assert KEY not in text
     assert len(_records(folder)) == srv.hub.recorder.written >= 4
     assert srv.hub.recorder.dropped == srv.hub.recorder.failed == 0
+
+
+def test_datagen_answers_what_the_server_recorded(recorded, smollm2_dir, tmp_path, capsys):
+    """`speculator datagen --from-conversations` on the files above: one sample per distinct
+    assistant-turn history, the target's own answer after the redacted prompt."""
+    from transformers import AutoTokenizer
+
+    _, folder = recorded
+    recs = _records(folder)
+    histories = {json.dumps([r["tools"], r["messages"][:i]]) for r in recs
+                 for i, m in enumerate(r["messages"]) if i and m["role"] == "assistant"}
+    out = tmp_path / "data"
+    parser = argparse.ArgumentParser()
+    speculator_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([
+        "speculator", "datagen", "--from-conversations", str(folder), "--out", str(out),
+        "--model", str(smollm2_dir), "--max-new-tokens", "6", "--speculator", "none",
+        "--device", "cpu", "--max-context", "1024", "--kv-memory-gb", "0.25",
+        "--no-progress"])
+    assert args.func(args) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    samples = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    assert stats["written"] == len(samples) == len(histories) >= 4
+    assert {s["source"] for s in samples} == {"recorded"}
+    assert {s["split"] for s in samples} <= {"train", "heldout"}
+    tok = AutoTokenizer.from_pretrained(smollm2_dir)
+    texts = [tok.decode(s["input_ids"]) for s in samples]
+    assert any("Call me back on [redacted]." in t for t in texts) and not any(KEY in t for t in texts)
+    assert all(0 < sum(s["loss_mask"]) <= 6 for s in samples)      # the target's answer only
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["prompt_source"] == "recorded" and meta["from_conversations"] == str(folder)
 
 
 async def test_nothing_is_written_without_the_flag(local_engine, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from turnspec.engine.chat import ChatTemplate
-from turnspec.speculator.datagen_run import FileParts, PromptParts, _check_same_render
+from turnspec.speculator.datagen_run import FileParts, PromptParts, _check_same_render, run_datagen
 from turnspec.speculator.prompts import build_prompt_items
 
 
@@ -70,7 +70,7 @@ def _datagen_args(*argv: str):
 
 def test_eval_set_prompts_come_from_the_files(smollm2_dir):
     """`datagen --eval-set`: the independent set's 465 prompts (346 assistant turns, 119 generic),
-    all held out, in one part; --shard is refused."""
+    all held out, in one part; --shard and a second prompt source are refused."""
     parts = FileParts.from_args(_datagen_args("--eval-set"), str(smollm2_dir))
     items = parts.next_part()
     assert parts.next_part() is None and parts.skipped == 0
@@ -79,3 +79,5 @@ def test_eval_set_prompts_come_from_the_files(smollm2_dir):
     assert parts.describes(None)["prompt_source"] == "eval-set"
     with pytest.raises(SystemExit, match="--shard applies to workload prompts only"):
         FileParts.from_args(_datagen_args("--eval-set", "--shard", "0/2"), str(smollm2_dir))
+    with pytest.raises(SystemExit, match="expected at most one prompt source"):
+        run_datagen(_datagen_args("--eval-set", "--from-conversations", "x"))

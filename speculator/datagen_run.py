@@ -86,7 +86,8 @@ def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngin
             "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
             "speculator": args.speculator, "feed": args.feed,
             "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),
-            "shard": f"{args.shard[0]}/{args.shard[1]}", "prompt_parts": args.prompt_parts}
+            "shard": f"{args.shard[0]}/{args.shard[1]}",
+            "prompt_parts": args.prompt_parts if isinstance(builder, PromptParts) else 1}
 
     def more() -> Iterator[list[PromptItem]]:
         while (part := builder.next_part()) is not None:

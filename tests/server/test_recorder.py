@@ -179,6 +179,7 @@ def test_datagen_answers_what_the_server_recorded(recorded, smollm2_dir, tmp_pat
     assert all(0 < sum(s["loss_mask"]) <= 6 for s in samples)      # the target's answer only
     meta = json.loads((out / "meta.json").read_text())
     assert meta["prompt_source"] == "recorded" and meta["from_conversations"] == str(folder)
+    assert meta["prompt_parts"] == 1 and meta["prompts"] == len(samples)
 
 
 async def test_nothing_is_written_without_the_flag(local_engine, tmp_path, monkeypatch):

@@ -15,8 +15,11 @@ can be cut mid-string and arrive as broken JSON. Decode-time steering, per reque
                     still fits (exact: the invariant need <= remaining carries to the next
                     position, since the policy is deterministic);
                   - many allowed (free string content, which leaves `need` as it is) and
-                    `need + MARGIN >= remaining`: only the path's next token (the model is forced
-                    to close the string, then the call).
+                    `need + MARGIN >= remaining`: inside a string that may close here, content
+                    without a quote or escape plus the closing quote while `need < remaining`
+                    (exact: the model writes on until the closing just fits); elsewhere, or once
+                    `need == remaining`, only the path's next token (the model is forced to
+                    close the string, then the call).
 The mask is a function of the prefix and the budget left, so plain decoding and a speculative
 verify (row k: remaining - k) build the same masks: speculation stays lossless.
 The policy's path is a closing, not always the shortest one; the guarantee is that a call
@@ -52,6 +55,13 @@ class CloseVocab:
                 single[b] = i
         self.lengths = lengths
         self.quote_free = quote_free  # a token that cannot end or start a JSON string
+        # string content that leaves the closing path as it is (no quote, no escape): packed
+        # like a mask row, to intersect with one
+        content = quote_free & np.array([b"\\" not in b for b in decoded_vocab[:vocab_size]]
+                                        + [False] * (vocab_size - len(decoded_vocab)), dtype=bool)
+        packed = np.packbits(content, bitorder="little")
+        packed = np.pad(packed, (0, -len(packed) % 4))
+        self.content_words = packed.view(np.int32)
         self.closers = [single[c.encode()] for c in _CLOSERS if c.encode() in single]
         self.quote = single.get(b'"', -1)
         self.fallback = [single[c.encode()] for c in _FALLBACK if c.encode() in single]
@@ -186,7 +196,15 @@ class BudgetSteer:
         if need + MARGIN >= remaining:
             if not self._exact:
                 path = self._closing(m, history, words, fresh=True)
-            if path:
+            if not path:
+                return
+            if path[0] == self.closer.vocab.quote and len(path) < remaining:
+                # inside a free string that may close here: content leaves the path as it is,
+                # so the model may write on while one more token still leaves room for it
+                quote = path[0]
+                words &= self.closer.vocab.content_words[:len(words)]
+                words[quote >> 5] |= _word_bit(quote)
+            else:
                 _only(words, [path[0]])
 
     def _fits_after(self, m: xgr.GrammarMatcher, token: int, remaining: int) -> bool:
@@ -199,9 +217,13 @@ class BudgetSteer:
         return rest is not None and len(rest) <= remaining
 
 
+def _word_bit(token: int) -> int:
+    bit = 1 << (token & 31)
+    return bit - (1 << 32) if bit >= 1 << 31 else bit  # int32 two's complement
+
+
 def _only(words: np.ndarray, tokens: list[int]) -> None:
     """Rewrite a mask row to allow exactly `tokens`."""
     words[:] = 0
     for t in tokens:
-        bit = 1 << (t & 31)
-        words[t >> 5] |= bit - (1 << 32) if bit >= 1 << 31 else bit  # int32 two's complement
+        words[t >> 5] |= _word_bit(t)

@@ -175,9 +175,31 @@ def test_metrics_and_health(server):
     assert m["turnspec_engine_total_kv_blocks"] > 0
 
 
-async def test_tool_call_cut_by_max_output_tokens_is_closed_incomplete(ws):
+# Unsteered, SmolLM2 writes this call, `<tool_call>` to the stop token, in 30 tokens
+# ({"city":"Paris"}); the shortest valid one ({"city":""}) takes 29.
+CUT_BUDGET = 14  # the name is out, the call's arguments are not
+
+
+@pytest.mark.parametrize("budget, city", [(29, ""), (30, "Paris")])
+async def test_a_required_call_closes_within_a_voice_sized_budget(ws, budget, city):
+    """At 29 tokens the grammar steers the string shut in time (unsteered, the call is cut);
+    at 30 the model's own call fits and steering leaves it whole."""
     await ws.send({"type": "response.create", "tools": [WEATHER_TOOL_FLAT],
-                   "tool_choice": "required", "max_output_tokens": 20,
+                   "tool_choice": "required", "max_output_tokens": budget,
+                   "input": [{"role": "user", "content": "What's the weather in Paris?"}]})
+    events = await _events_until_terminal(ws)
+    done = [e for e in events if e["type"] == "response.output_item.done"]
+    assert [e["item"]["status"] for e in done] == ["completed"]
+    (args,) = [e for e in events if e["type"] == "response.function_call_arguments.done"]
+    assert json.loads(args["arguments"]) == {"city": city}
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["usage"]["output_tokens"] <= budget
+
+
+async def test_tool_call_cut_by_max_output_tokens_is_closed_incomplete(ws):
+    """A budget below the shortest valid call: the call is announced, then cut."""
+    await ws.send({"type": "response.create", "tools": [WEATHER_TOOL_FLAT],
+                   "tool_choice": "required", "max_output_tokens": CUT_BUDGET,
                    "input": [{"role": "user", "content": "What's the weather in Paris?"}]})
     events = await _events_until_terminal(ws)
     added = [e for e in events if e["type"] == "response.output_item.added"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from turnspec.engine.chat import ChatTemplate
+from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
 from turnspec.engine.protocol import Delta, GenerateRequest, SamplingParams
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
@@ -22,6 +23,12 @@ class TurnResult:
     text: str
     token_ids: list[int]
     final: Delta
+
+
+def load_core(cfg: LocalEngineConfig) -> tuple[EngineCore, ChatTemplate]:
+    """An engine core for `cfg` and its model's chat template (the offline benches' setup)."""
+    core = EngineCore(cfg)
+    return core, ChatTemplate.from_model_dir(cfg.model_dir, core.tokenizer)
 
 
 def run_turns(core: EngineCore, chat: ChatTemplate, turns: list[PromptTurn],

@@ -23,13 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from turnspec.benchmarks.tool_calls import CallEvalReport, score_output, select_turns
-    from turnspec.benchmarks.tool_turns import run_turns
-    from turnspec.engine.chat import ChatTemplate
-    from turnspec.engine.local.core import EngineCore
+    from turnspec.benchmarks.tool_turns import load_core, run_turns
 
     cfg = engine_config_from_args(args)
-    core = EngineCore(cfg)
-    chat = ChatTemplate.from_model_dir(cfg.model_dir, core.tokenizer)
+    core, chat = load_core(cfg)
     record = {"bench": "tools", "date": date.today().isoformat(), "device": cfg.device,
               "max_tokens": args.max_tokens, "speculator": cfg.speculator, "modes": {}}
     ok = True

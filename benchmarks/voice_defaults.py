@@ -167,13 +167,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from turnspec.benchmarks.tool_turns import load_core
     from turnspec.benchmarks.voice_turns import voice_turns
-    from turnspec.engine.chat import ChatTemplate
-    from turnspec.engine.local.core import EngineCore
 
     cfg = engine_config_from_args(args)
-    core = EngineCore(cfg)
-    chat = ChatTemplate.from_model_dir(cfg.model_dir, core.tokenizer)
+    core, chat = load_core(cfg)
     turns = voice_turns(args.n)
     guard = LoopGuard()
     budgets = tuple(b for b in BUDGETS if b < args.max_tokens) + (args.max_tokens,)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from turnspec.engine.local.args import add_engine_args, engine_config_from_args
-from turnspec.engine.loop_guard import LoopDetector, LoopGuard
+from turnspec.engine.loop_guard import LoopGuard, first_loop
 
 if TYPE_CHECKING:
     from turnspec.engine.chat import ChatTemplate
@@ -55,12 +55,8 @@ class Run:
 def guard_cut(run: Run, guard: LoopGuard) -> int | None:
     """Tokens the engine would emit before `guard` stops this run (None: never), replaying
     the engine's rule: the detector fires and the grammar may end there."""
-    det = LoopDetector(guard)
     body = len(run.tokens) - 1 if run.ended else len(run.tokens)  # the stop token ends first
-    for i, (t, ok) in enumerate(zip(run.tokens[:body], run.completed[:body], strict=True)):
-        if det.push(t) and ok:
-            return i + 1
-    return None
+    return first_loop(run.tokens[:body], guard, run.completed[:body])
 
 
 def _pct(xs: list[float], q: float) -> float:

@@ -15,6 +15,7 @@ repeat a 12-token span verbatim three times (docs/voice-defaults.md has the swee
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 LOOP_GUARD_STOP = "loop_guard"  # Delta.stop_reason when the guard ended a request
@@ -74,12 +75,17 @@ class LoopDetector:
         return len(self._tokens)
 
 
-def first_loop(tokens: list[int], guard: LoopGuard) -> int | None:
+def first_loop(tokens: Sequence[int], guard: LoopGuard,
+               may_end: Sequence[bool] | None = None) -> int | None:
     """How many of `tokens` a request with `guard` would emit before the guard stops it (the
-    index of the detecting token + 1), or None if it never fires. Replays the detector, so
-    offline sweeps see exactly what the engine would."""
+    index of the detecting token + 1), or None if it never fires. `may_end[i]`: the output may
+    end right after token i (the engine's grammar check; None: everywhere). Replays the
+    detector, so offline sweeps see exactly what the engine would."""
+    if may_end is not None and len(may_end) != len(tokens):
+        raise ValueError(f"may_end: expected one flag per token ({len(tokens)}), got "
+                         f"{len(may_end)}")
     det = LoopDetector(guard)
     for i, t in enumerate(tokens):
-        if det.push(t):
+        if det.push(t) and (may_end is None or may_end[i]):
             return i + 1
     return None

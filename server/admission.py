@@ -43,9 +43,7 @@ class Admission:
         if self.running < self.max_running and not self._waiters:
             self.running += 1
             return 0.0
-        if len(self._waiters) >= self.max_queue:
-            self.rejected += 1
-            raise overloaded(self.running, len(self._waiters), self.retry_after_s)
+        self.check_room()  # every slot is taken here: refuse when the queue is full too
         t0 = time.perf_counter()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)

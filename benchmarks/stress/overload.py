@@ -22,6 +22,7 @@ import grpc
 
 from turnspec.benchmarks.stress.rawws import RawSocket
 from turnspec.benchmarks.stress.server_proc import ServerProcess
+from turnspec.loadtest.stats import percentile
 from turnspec.server.proto.turnspec.v1 import generation_pb2 as pb
 from turnspec.server.proto.turnspec.v1 import generation_pb2_grpc as pb_grpc
 
@@ -53,13 +54,8 @@ class OverloadResult:
 def percentiles(xs: list[float]) -> dict[str, float | int | None]:
     if not xs:
         return {"n": 0, "p50": None, "p99": None, "max": None}
-    s = sorted(xs)
-
-    def q(p: float) -> float:
-        i = p / 100 * (len(s) - 1)
-        lo = int(i)
-        return round(s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (i - lo), 3)
-    return {"n": len(s), "p50": q(50), "p99": q(99), "max": round(s[-1], 3)}
+    return {"n": len(xs), "p50": round(percentile(xs, 50), 3),
+            "p99": round(percentile(xs, 99), 3), "max": round(max(xs), 3)}
 
 
 def server_refusal_p99(metrics_text: str, code: str = "server_busy") -> dict[str, float | None]:

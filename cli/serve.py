@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from turnspec.engine.local.args import (
     resolve_model_dir,
 )
 from turnspec.engine.protocol import Engine
+from turnspec.engine.sglang_args import add_sglang_args, sglang_config_from_args
 from turnspec.server.config import ServerConfig
 from turnspec.server.recorder import RecorderConfig, read_redact_file
 from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
@@ -84,46 +84,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="start a new file past this size (default: %(default)s)")
     r.add_argument("--record-max-files", type=int, default=50,
                    help="keep this many files, deleting the oldest (default: %(default)s)")
-    g = p.add_argument_group("--engine sglang (GPU machines)")
-    g.add_argument("--sglang-mem-fraction", type=float, default=0.85,
-                   help="share of GPU memory SGLang takes for weights and KV (default: %(default)s)")
-    g.add_argument("--sglang-attention-backend", default="triton",
-                   help="SGLang attention backend (default: %(default)s; the carried "
-                        "sglang-kernel has no FA3)")
-    g.add_argument("--sglang-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="one more sglang.Engine keyword (VALUE read as JSON when it parses, "
-                        "else as a string); repeatable")
+    add_sglang_args(p)
     add_engine_args(p, speculator_default=default_speculator())
     add_fake_engine_args(p)
     add_limit_args(p)
     p.set_defaults(func=run)
 
 
-def _sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
-    out = []
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--sglang-arg {pair!r}: expected KEY=VALUE")
-        try:
-            value: object = json.loads(raw)
-        except ValueError:
-            value = raw
-        out.append((key.strip(), value))
-    return tuple(out)
-
-
 def _sglang_engine(args: argparse.Namespace):
-    from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
-    from turnspec.engine.sglang import INSTALL_HINT, SGLangConfig, SGLangEngine, sglang_available
+    from turnspec.engine.sglang import INSTALL_HINT, SGLangEngine, sglang_available
 
     if not sglang_available():  # fail before binding ports or converting a model
         raise ValueError(INSTALL_HINT)
-    spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
-    return SGLangEngine(SGLangConfig(
-        model_dir=resolve_model_dir(args.model), speculator=spec,
-        spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
-        attention_backend=args.sglang_attention_backend, extra=_sglang_extra(args.sglang_arg)))
+    return SGLangEngine(sglang_config_from_args(args))
 
 
 def server_config_from_args(args: argparse.Namespace) -> ServerConfig:

@@ -1,8 +1,9 @@
 """`turnspec speculator {datagen,train,eval,export}`: build the DFlash drafter end to end.
 
 datagen renders workload + generic prompts with the target's chat template and answers them
-greedily with the local engine (the target itself); train/eval read the target through
-transformers (speculator/target.py); export writes the z-lab / SGLang layout.
+greedily with the target itself, on the local engine or SGLang's (`--engine sglang`); train/eval
+read the target through transformers (speculator/target.py); export writes the z-lab / SGLang
+layout.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from turnspec.speculator.datagen_run import run_datagen
+from turnspec.speculator.datagen_target import ENGINES
 from turnspec.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
 
 _DTYPES = ("bfloat16", "float16", "float32")  # speculator.train_config.EXPORT_DTYPES (no torch import here)
@@ -63,16 +65,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--max-new-tokens", type=int, default=192)
     d.add_argument("--max-prompt-tokens", type=int, default=1800,
                    help="skip prompts longer than this (default: %(default)s)")
-    d.add_argument("--batch-size", type=int, default=256,
+    d.add_argument("--engine", choices=ENGINES, default="local",
+                   help="what answers: local, the embedded engine (its flags under 'engine'); "
+                        "sglang, SGLang's in-process batch engine on a GPU machine (its flags "
+                        "under '--engine sglang'), the same prompts and output format, bf16 "
+                        "(default: %(default)s)")
+    d.add_argument("--batch-size", type=int, default=None,
                    help="prompts per planned batch: whole conversations in waves of turns (and, "
-                        "with --feed batches, per engine call; with stream, per file write)")
-    d.add_argument("--feed", choices=("stream", "batches"), default="stream",
-                   help="stream: one continuous prompt stream, a new prompt as a slot frees up "
-                        "(no tail at the end of each batch); batches: one engine call per "
-                        "planned batch (the pre-run-12 path, kept for A/B runs)")
+                        "with --feed batches or --engine sglang, per engine call; with stream, "
+                        "per file write; default: 256 local, 1024 sglang)")
+    d.add_argument("--feed", choices=("stream", "batches"), default=None,
+                   help="local engine: stream (default), one continuous prompt stream, a new "
+                        "prompt as a slot frees up (no tail at the end of each batch); batches: "
+                        "one engine call per planned batch (the pre-run-12 path, kept for A/B runs)")
     d.add_argument("--admit-min-free", type=int, default=None,
-                   help="stream: prefill waits until this many batch slots are free (default: "
-                        "max_batch/8; 1 admits each prompt as soon as a row finishes)")
+                   help="local engine, stream: prefill waits until this many batch slots are "
+                        "free (default: max_batch/8; 1 admits each prompt as soon as a row finishes)")
     d.add_argument("--time-budget", type=float, default=None,
                    help="seconds; no prompt is handed to the engine after it, those it holds "
                         "finish (rerun to resume)")
@@ -87,8 +95,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: %(default)s)")
     d.add_argument("--no-progress", action="store_true")
     from turnspec.engine.local.args import add_engine_args
+    from turnspec.engine.sglang_args import add_sglang_args
 
     add_engine_args(d)
+    add_sglang_args(d)
     d.set_defaults(func=run_datagen)
 
     t = sub.add_parser("train", help="train a drafter on datagen output")

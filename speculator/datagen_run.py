@@ -5,14 +5,14 @@ conversation of the shard): the engine answers part 0 while the child renders th
 22's six shards on the H200 host each spent 88-93 s rendering all their prompts (80-86 s of one
 busy thread) with the GPU idle, against a ~23 s engine load; rendered in a thread of the engine's
 own process, the build also held the GIL the engine's launches need. The prompts are rendered
-with the model folder's own chat template (the tokenizer the engine loads too); once the engine
-is up, a workload turn with tools is rendered through both, and any difference stops the run.
+with the model folder's own chat template (the tokenizer the engine loads too). The engine is
+the local one or SGLang's (`--engine`, speculator/datagen_target.py): only the answering
+differs, the prompts, their plan, the records and meta.json are this code for both.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import multiprocessing as mp
 import queue
@@ -23,69 +23,58 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from turnspec.engine.local import LocalEngine, LocalEngineConfig
     from turnspec.speculator.datagen import PromptItem
+    from turnspec.speculator.datagen_target import DatagenTarget
 
 
 def run_datagen(args: argparse.Namespace) -> int:
-    from turnspec.engine.chat import ChatTemplate
-    from turnspec.engine.local import LocalEngine
-    from turnspec.engine.local.args import engine_config_from_args
+    from turnspec.speculator.datagen_target import make_target
     from turnspec.speculator.responses import BUILD_KEYS
 
     if args.eval_set and args.from_conversations is not None:
         raise SystemExit("--eval-set and --from-conversations: expected at most one prompt source")
-    cfg = engine_config_from_args(args)
-    if args.feed == "stream":
-        default = max(1, cfg.max_batch // 8)  # an explicit 0 reaches the config's check
-        cfg = dataclasses.replace(cfg, admit_min_free=default if args.admit_min_free is None
-                                  else args.admit_min_free)
-    elif args.admit_min_free is not None:
-        raise SystemExit("--admit-min-free applies to --feed stream only")
+    target = make_target(args)   # the engine's flags checked (sglang installed) before rendering
     if args.prompt_parts < 1:
         raise SystemExit(f"--prompt-parts: expected >= 1, got {args.prompt_parts}")
 
     t0 = time.perf_counter()
     builder: PromptParts | FileParts
     if args.eval_set or args.from_conversations is not None:
-        builder = FileParts.from_args(args, cfg.model_dir)
+        builder = FileParts.from_args(args, target.model_dir)
     else:
         # the arguments that fix the prompts: the same keys meta.json records and a rebuild reads
         build = {**{k: getattr(args, k) for k in BUILD_KEYS},
                  "shard": args.shard[0], "num_shards": args.shard[1]}
-        builder = PromptParts(cfg.model_dir, build, args.prompt_parts)
+        builder = PromptParts(target.model_dir, build, args.prompt_parts)
     try:
-        engine = LocalEngine(cfg)
-        engine.load()
+        target.load(args.workload)
         t1 = time.perf_counter()
-        _check_same_render(ChatTemplate.from_model_dir(cfg.model_dir), engine.chat, args.workload)
         first = builder.next_part()
         # the seconds before the first prompt reaches the engine, and what went into them
         setup = {"engine_load_s": round(t1 - t0, 1), "setup_s": round(time.perf_counter() - t0, 1)}
-        stats, counts, cpu = _answer(args, cfg, engine, first, builder)
+        stats, cpu = _answer(args, target, first, builder)
     finally:
-        builder.close()
-    print(json.dumps({**stats, **counts, **setup, **builder.stats(), **cpu,
-                      "skipped_long_prompts": builder.skipped, "out": str(args.out)}))
+        try:
+            builder.close()
+        finally:
+            target.close()   # SGLang's scheduler processes, the GPU memory they hold
+    per_s = {"samples_per_s": round(stats["written"] / max(stats["seconds"], 1e-9), 1)}
+    print(json.dumps({"engine": target.name, **stats, **per_s, **target.counts, **setup,
+                      **builder.stats(), **cpu, "skipped_long_prompts": builder.skipped,
+                      "out": str(args.out)}))
     return 0
 
 
-def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngine,
-            first: list[PromptItem], builder: PromptParts | FileParts) -> tuple[dict, dict, dict]:
-    """Answer part 0, then the others as the builder gives them: generate_dataset's counts,
-    the engine's prompt-token counts, and the CPU of the answering part."""
-    import torch
-
-    from turnspec.engine.protocol import SamplingParams
+def _answer(args: argparse.Namespace, target: DatagenTarget, first: list[PromptItem],
+            builder: PromptParts | FileParts) -> tuple[dict, dict]:
+    """Answer part 0, then the others as the builder gives them: generate_dataset's counts and
+    the CPU of the answering part (the target's prompt-token counts are in target.counts)."""
     from turnspec.speculator.datagen import generate_dataset
     from turnspec.speculator.thread_cpu import other_threads_cpu, thread_cpu_seconds
 
-    sampling = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
-    meta = {"model": cfg.model_dir, "sampling": "greedy", "max_new_tokens": args.max_new_tokens,
-            **builder.describes(args), "skipped_long_prompts": builder.skipped,
-            "max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
-            "speculator": args.speculator, "feed": args.feed,
-            "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),
+    meta = {"model": target.model_dir, "engine": target.name, "sampling": "greedy",
+            "max_new_tokens": args.max_new_tokens, **builder.describes(args),
+            "skipped_long_prompts": builder.skipped, **target.meta(),
             "shard": f"{args.shard[0]}/{args.shard[1]}",
             "prompt_parts": args.prompt_parts if isinstance(builder, PromptParts) else 1}
 
@@ -94,21 +83,18 @@ def _answer(args: argparse.Namespace, cfg: LocalEngineConfig, engine: LocalEngin
             meta["skipped_long_prompts"] = builder.skipped    # meta.json is rewritten per part
             yield part
 
-    counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
-    # CPU of the answering part: the main thread steps the engine; the others are native threads
+    # CPU of the answering part: the main thread steps the engine (SGLang's scheduler is
+    # another process); the others are native threads
     threads0, main0, proc0 = thread_cpu_seconds(), time.thread_time(), time.process_time()
-    common = dict(batch_size=args.batch_size, progress=not args.no_progress, meta=meta,
-                  time_budget_s=args.time_budget, seed=args.seed, more=more())
-    if args.feed == "stream":
-        stats = generate_dataset(first, None, args.out, **common,
-                                 stream=lambda ps: engine.generate_stream(ps, sampling, counts=counts))
-    else:
-        stats = generate_dataset(first, lambda ps: engine.generate_batch(ps, sampling, counts=counts),
-                                 args.out, **common)
+    batch_size = target.batch_size if args.batch_size is None else args.batch_size
+    stats = generate_dataset(first, out_dir=args.out, batch_size=batch_size,
+                             progress=not args.no_progress, meta=meta,
+                             time_budget_s=args.time_budget, seed=args.seed, more=more(),
+                             **target.feed(args.max_new_tokens, batch_size))
     cpu = {"process_cpu_s": round(time.process_time() - proc0, 2),
            "main_thread_cpu_s": round(time.thread_time() - main0, 2),
            **other_threads_cpu(threads0, thread_cpu_seconds(), {threading.get_native_id()})}
-    return stats, counts, cpu
+    return stats, cpu
 
 
 class FileParts:
@@ -235,17 +221,3 @@ def _render_parts(out, model_dir: str, build: dict, num_parts: int) -> None:
     except Exception:           # the parent raises it with the part's number
         out.put(traceback.format_exc())
 
-
-def _check_same_render(ours, engines, workload: int) -> None:
-    """The prompts were rendered with the model folder's template; the engine's must agree (one
-    workload turn with tools, rendered by both)."""
-    from turnspec.tools_grammar.schema import parse_tools
-    from turnspec.workloads import generate_conversations, turns_for_prompting
-
-    turn = next(turns_for_prompting(generate_conversations(1, seed=0, split="train",
-                                                           workload=workload)))
-    probe = [(turn.messages, parse_tools(turn.tools))]
-    if ours.render_many(probe) != engines.render_many(probe):
-        raise SystemExit("datagen: a prompt renders differently through the engine's chat "
-                         "template than through the model folder's; expected the same tokenizer "
-                         "in both")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 
 import pytest
@@ -156,3 +157,18 @@ def test_datagen_admit_min_free_is_checked(smollm2_dir, tmp_path):
         _run(*common, "--admit-min-free", "0")
     with pytest.raises(SystemExit, match="stream only"):
         _run(*common, "--feed", "batches", "--admit-min-free", "4")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="sglang installed")
+def test_datagen_engine_sglang_without_sglang_fails_fast_with_a_hint(tmp_path):
+    """Through the console script's main(): the install hint serve gives, a non-zero exit,
+    before a prompt renders or a model converts (no --out folder, no --model needed)."""
+    from turnspec.cli.main import main
+    from turnspec.engine.sglang import INSTALL_HINT
+
+    out = tmp_path / "d"
+    with pytest.raises(SystemExit) as e:
+        main(["speculator", "datagen", "--engine", "sglang", "--out", str(out), "--shard", "0/6"])
+    assert e.value.code == f"datagen: {INSTALL_HINT}"    # printed to stderr, exit status 1
+    assert "needs the sglang package" in INSTALL_HINT and "scripts/gpu/README.md" in INSTALL_HINT
+    assert not out.exists()

@@ -1,0 +1,46 @@
+"""SGLang's flags: one parse for `serve --engine sglang` and `speculator datagen --engine
+sglang`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
+from turnspec.engine.local.args import add_engine_args
+from turnspec.engine.sglang_args import add_sglang_args, sglang_config_from_args, sglang_extra
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_sglang_args(p)
+    add_engine_args(p)
+    return p.parse_args(list(argv))
+
+
+def test_sglang_arg_values_are_json_when_they_parse() -> None:
+    assert sglang_extra(["cuda_graph_max_bs=32", "enable_torch_compile=true",
+                         " chunked_prefill_size =8192", "log_level=warning", "x=[1, 2]"]) == (
+        ("cuda_graph_max_bs", 32), ("enable_torch_compile", True),
+        ("chunked_prefill_size", 8192), ("log_level", "warning"), ("x", [1, 2]))
+    for bad in ("novalue", "=1"):
+        with pytest.raises(ValueError, match=rf"--sglang-arg '{bad}': expected KEY=VALUE"):
+            sglang_extra([bad])
+
+
+def test_config_from_the_flags(smollm2_dir: Path) -> None:
+    cfg = sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-mem-fraction",
+                                        "0.4", "--sglang-arg", "cuda_graph_max_bs_decode=32",
+                                        "--sglang-arg", "log_level=warning"))
+    assert cfg.model_dir == str(smollm2_dir) and cfg.mem_fraction == 0.4
+    assert cfg.speculator == "none" and cfg.attention_backend == "triton"
+    kw = cfg.engine_kwargs()
+    assert kw["cuda_graph_max_bs_decode"] == 32 and kw["log_level"] == "warning"   # applied last
+    assert kw["dtype"] == "bfloat16" and kw["sampling_backend"] == "pytorch"
+    spec = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
+                                         "--spec-block-size", "8"))
+    assert spec.speculator == str(DEFAULT_DRAFTER_DIR) and spec.spec_block_size == 8
+    with pytest.raises(ValueError, match="mem_fraction: expected 0.1..0.95, got 0.99"):
+        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-mem-fraction", "0.99"))

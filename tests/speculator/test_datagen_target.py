@@ -1,0 +1,72 @@
+"""What answers datagen: each engine's flags are checked before anything renders, the two write
+meta.json with the same keys, and the local engine's template must render as the folder's."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from transformers import AutoTokenizer
+
+import turnspec.engine.sglang as sglang_backend
+from turnspec.cli.speculator import register
+from turnspec.engine.chat import ChatTemplate
+from turnspec.speculator.datagen_sglang import SGLangTarget
+from turnspec.speculator.datagen_target import LocalTarget, check_same_render, make_target
+
+
+def _datagen_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["speculator", "datagen", "--out", "unused", *argv])
+
+
+def test_the_two_templates_must_agree(smollm2_dir):
+    ours = ChatTemplate.from_model_dir(smollm2_dir)
+    check_same_render(ours, ChatTemplate.from_model_dir(smollm2_dir), 2)   # the same folder
+    tok = AutoTokenizer.from_pretrained(smollm2_dir)
+    tok.chat_template = "{{ 'Hello.' }}" + tok.chat_template   # a different template
+    other = ChatTemplate(tok, "llama", ours.vocab_size, ours.stop_token_ids)
+    with pytest.raises(SystemExit, match="renders differently through the engine's chat template"):
+        check_same_render(ours, other, 2)
+
+
+def test_sglang_flags_with_the_local_engine_are_an_error(smollm2_dir):
+    for flags in (["--sglang-mem-fraction", "0.5"], ["--sglang-arg", "x=1"],
+                  ["--engine", "local", "--sglang-attention-backend", "fa3"]):
+        with pytest.raises(SystemExit, match=r"--sglang-\S+ apply to --engine sglang only"):
+            make_target(_datagen_args("--model", str(smollm2_dir), *flags))
+
+
+def test_local_flags_with_sglang_are_an_error(smollm2_dir, monkeypatch):
+    # as on a GPU machine with sglang: the install check passes, the flags are checked next
+    monkeypatch.setattr(sglang_backend, "sglang_available", lambda: True)
+    args = _datagen_args("--engine", "sglang", "--model", str(smollm2_dir), "--feed", "batches",
+                         "--threads", "1", "--max-batch", "512", "--device", "cuda")
+    with pytest.raises(SystemExit, match="--device, --max-batch, --threads, --feed apply to the "
+                                         "local engine only; expected SGLang's own flags"):
+        make_target(args)
+    with pytest.raises(SystemExit, match="--admit-min-free apply to the local engine only"):
+        make_target(_datagen_args("--engine", "sglang", "--model", str(smollm2_dir),
+                                  "--admit-min-free", "4"))
+    # the flags both read: the model, a drafter, SGLang's own (nothing loads before load())
+    target = make_target(_datagen_args("--engine", "sglang", "--model", str(smollm2_dir),
+                                       "--speculator", "none", "--sglang-mem-fraction", "0.5",
+                                       "--sglang-arg", "cuda_graph_max_bs=256"))
+    assert isinstance(target, SGLangTarget) and target.batch_size == 1024
+    assert target.cfg.mem_fraction == 0.5
+    assert target.cfg.engine_kwargs()["cuda_graph_max_bs"] == 256
+    assert target.stop_ids == {2}                      # SmolLM2's <|im_end|>, as the local engine's
+    target.close()                                     # before load: nothing to shut down
+
+
+def test_both_engines_write_the_same_meta_keys(smollm2_dir, monkeypatch):
+    monkeypatch.setattr(sglang_backend, "sglang_available", lambda: True)
+    local = make_target(_datagen_args("--model", str(smollm2_dir)))
+    sgl = make_target(_datagen_args("--engine", "sglang", "--model", str(smollm2_dir)))
+    assert isinstance(local, LocalTarget) and local.batch_size == 256
+    assert list(local.meta()) == list(sgl.meta())
+    assert local.meta()["feed"] == "stream" and sgl.meta()["feed"] == "chunks"
+    assert local.meta()["admit_min_free"] == 4                # max_batch 32 / 8
+    assert (local.name, sgl.name) == ("local", "sglang")
+    assert local.counts == sgl.counts == {"prompt_tokens": 0, "cached_prompt_tokens": 0}

@@ -9,12 +9,23 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from turnspec.cli import bench, chat, generate, loadtest, models, serve, speculator, workload
+    from turnspec.cli import (
+        bench,
+        chat,
+        generate,
+        loadtest,
+        models,
+        serve,
+        simulate,
+        speculator,
+        workload,
+    )
 
     parser = argparse.ArgumentParser(prog="turnspec", description=__doc__)
     parser.add_argument("--log-level", default="info", help="debug | info | warning (default: info)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (serve, generate, chat, models, speculator, workload, bench, loadtest):
+    for group in (serve, generate, chat, models, speculator, workload, bench, loadtest,
+                  simulate):
         group.register(sub)
     return parser
 

@@ -4,7 +4,7 @@ each measured point against its prediction. The model and its assumptions: docs/
 
     turnspec simulate --model qwen3-8b --drafter dflash-5 --hardware h200 --bandwidth-gbs 4210 \\
         --tau 6.5 --blocks 4,8,16 --concurrency 1,8,32
-    turnspec simulate --measured run.json [--json out.json]
+    turnspec simulate --measured run.json [--calibrate [--fit-on 1,8]] [--json out.json]
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ from turnspec.benchmarks.simulate import (
     hardware,
     projection,
     tau_at_block,
+)
+from turnspec.benchmarks.simulate_fit import (
+    Calibration,
+    calibrated_projection,
+    calibrated_rows,
+    fit,
 )
 from turnspec.benchmarks.simulate_measured import (
     FLAG_ABOVE,
@@ -76,6 +82,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--measured", default=None, help="measured points JSON (docs/simulate.md)")
     p.add_argument("--compare-published", type=float, default=None, metavar="TOK_S",
                    help="a published tok/s at concurrency 1 to set the projection against")
+    p.add_argument("--calibrate", action="store_true",
+                   help="with --measured: fit the bandwidth efficiency, the per-pass overhead and "
+                        "a DFlash step's extra cost on the points, then predict them again")
+    p.add_argument("--fit-on", default=None, metavar="B,B",
+                   help="with --calibrate: fit on these concurrencies only; the other points "
+                        "check the fit (default: every point)")
     p.add_argument("--json", default=None, help="also write the record here")
     p.set_defaults(func=run)
 
@@ -177,6 +189,18 @@ def run(args: argparse.Namespace) -> int:
                               "context": measured.context, "points": [c.to_dict()
                                                                       for c in comparisons]}
         print_measured(measured, comparisons)
+    if args.calibrate or args.fit_on:
+        if measured is None:
+            raise ValueError("--calibrate: expected --measured (the points to fit)")
+        fit_on = tuple(_ints(args.fit_on, "--fit-on", minimum=1)) if args.fit_on else None
+        cal = fit(sim, measured, fit_on)
+        rows = calibrated_rows(sim, measured, cal)
+        record["calibration"] = {"constants": cal.to_dict(), "points": rows}
+        print_calibrated(cal, rows)
+        if taus:
+            record["calibration"]["projection"] = calibrated_projection(
+                sim, cal, max(blocks), ctx, taus[max(blocks)], args.compare_published)
+            print_projection(record["calibration"]["projection"], "calibrated projection")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(record, f, indent=2)
@@ -233,8 +257,8 @@ def print_predictions(preds: list[Prediction]) -> None:
           "m(emory) or c(ompute), for AR, draft, verify")
 
 
-def print_projection(x: dict[str, Any]) -> None:
-    print(f"projection at b=1, B={x['block']}: tau/(c+v) x step rate = {x['tau']:.2f}/"
+def print_projection(x: dict[str, Any], label: str = "projection") -> None:
+    print(f"{label} at b=1, B={x['block']}: tau/(c+v) x step rate = {x['tau']:.2f}/"
           f"({x['c']:.3f}+{x['v']:.3f}) x {x['step_rate']:.1f}/s = {x['tok_s']:.0f} tok/s")
     if x["published_tok_s"]:
         print(f"published {x['published_tok_s']:g} tok/s: predicted / published = "
@@ -257,3 +281,21 @@ def print_measured(m: MeasuredRun, rows: list[Comparison]) -> None:
     near = sum(not c.flagged for c in rows)
     print(f"{near} of {len(rows)} points within {FLAG_ABOVE:.0%} of the prediction "
           "(error = (predicted - measured) / measured; OFF: outside)")
+
+
+def print_calibrated(cal: Calibration, rows: list[dict[str, Any]]) -> None:
+    print(f"\ncalibrated on concurrency {','.join(map(str, cal.fit_on))}: decode reaches "
+          f"{cal.efficiency:.1%} of the bandwidth, {cal.pass_overhead_ms:.3f} ms per pass; a "
+          f"DFlash step adds {cal.spec_fixed_ms:.3f} ms + {cal.spec_per_row_ms:.3f} ms per row")
+    hdr = f"{'mode':<8}{'b':>4}{'B':>4}{'measured ms':>13}{'calibrated ms':>15}{'error':>9}  flag"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        print(f"{r['mode']:<8}{r['concurrency']:>4}{r['block']:>4}{r['measured_ms']:>13.3f}"
+              f"{r['predicted_ms']:>15.3f}{r['error']:>+9.1%}  "
+              + ("fit" if r["fitted"] else "check") + (" OFF" if r["flagged"] else ""))
+    checks = [r for r in rows if not r["fitted"]]
+    near = sum(not r["flagged"] for r in rows)
+    print(f"{near} of {len(rows)} points within {FLAG_ABOVE:.0%}"
+          + (f"; of the {len(checks)} not fitted, {sum(not r['flagged'] for r in checks)}"
+             if checks else "; every point was fitted (no check)"))

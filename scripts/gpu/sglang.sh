@@ -39,6 +39,12 @@ unpack)                                           # on the device, after the las
   cat .gpu-carry/g*/x_* | tar xf - -C /tmp/sgcarry
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/sgsite \
     /tmp/sgcarry/sgl1/*.whl /tmp/sgcarry/sgl2/*.whl
+  if [ ! -d /tmp/sgsite/sgl_kernel/infllm_v2 ]; then  # wheels cut by an older sglang_wheels.sh
+    echo "sgl_kernel/infllm_v2 missing from the carried wheel: a stub that raises on use"
+    mkdir -p /tmp/sgsite/sgl_kernel/infllm_v2
+    printf 'def __getattr__(name):\n    def _missing(*a, **k):\n        raise RuntimeError(f"sgl_kernel.infllm_v2.{name}: trimmed from the carried wheel")\n    return _missing\n' \
+      > /tmp/sgsite/sgl_kernel/infllm_v2/__init__.py
+  fi
   mkdir -p /tmp/sgsite/IPython && touch /tmp/sgsite/IPython/__init__.py   # sglang imports it
   printf 'def display(*a, **k): pass\nclass HTML(str): pass\n' > /tmp/sgsite/IPython/display.py
   # launch_server's realtime-audio routes import soundfile (native libsndfile): never used here

@@ -2,7 +2,7 @@
 # The wheels that run SGLang 0.5.17 (the newest release built for torch 2.11, which the lent H200
 # has) with DFLASH on one Hopper GPU, plus what `turnspec serve` needs there and the image lacks,
 # trimmed so they travel in device calls. Run on a dev machine (PyPI reachable), repo root:
-#   bash scripts/gpu/sglang_wheels.sh        -> .gpu-carry/sgl1 (~58 MiB), .gpu-carry/sgl2 (~23 MiB)
+#   bash scripts/gpu/sglang_wheels.sh        -> .gpu-carry/sgl1 (~58 MiB), .gpu-carry/sgl2 (~54 MiB)
 # scripts/gpu/sglang.sh packs them with the model and the drafter; its `unpack` installs them
 # on the device into /tmp/sgsite (pip --target, no index, no deps) and writes the IPython stub
 # sglang imports. Trimmed: sglang-kernel without the FA3 kernels (flash_ops, 1.1 GB: serve with
@@ -18,7 +18,8 @@
 #   pytest-asyncio for the GPU tests;
 # - what `python -m sglang.launch_server` (SGLang's own server, the peer in the benchmark) imports
 #   and the image lacks: jsonschema (+ its three), python-multipart. Its realtime-audio routes
-#   import soundfile, which `sglang.sh unpack` stubs (audio is never served here).
+#   import soundfile, which `sglang.sh unpack` stubs (audio is never served here);
+# - sglang-router (30 MiB), for the router demo (scripts/gpu/router_demo.sh).
 set -euo pipefail
 out=.gpu-carry; mkdir -p "$out/dl" "$out/sgl1" "$out/sgl2"
 grep -qx '/.gpu-carry/' .git/info/exclude 2>/dev/null || echo '/.gpu-carry/' >> .git/info/exclude
@@ -49,7 +50,7 @@ SGL1="sglang==0.5.17 flashinfer-python==0.6.15.post1 apache-tvm-ffi==0.1.11 pyda
  distro==1.9.0 typing-inspection==0.4.5 annotated-types==0.8.0 partial-json-parser==0.2.1.1.post7 sniffio==1.3.1"
 SGL2="transformers==5.12.1 tokenizers==0.22.2 xgrammar==0.2.9 protobuf==6.33.6 grpcio==1.85.3
  jsonschema==4.25.1 jsonschema-specifications==2025.9.1 referencing==0.36.2 rpds-py==0.27.1
- python-multipart==0.0.20
+ python-multipart==0.0.20 sglang-router==0.3.2
  grpcio-health-checking==1.81.1 grpcio-reflection==1.81.1 opentelemetry-api==1.45.2
  opentelemetry-sdk==1.45.2 opentelemetry-semantic-conventions==0.66b2 opentelemetry-proto==1.45.2
  opentelemetry-exporter-otlp-proto-grpc==1.45.2 opentelemetry-exporter-otlp-proto-common==1.45.2

@@ -1,7 +1,7 @@
 """8B-class sizing without weights: SGLang's step times for a Qwen3-8B-shaped target (GPU).
 
-`python -m turnspec.benchmarks.sizing --block B --out DIR` builds a Qwen3-8B config (and, with
-B >= 2, a DFlash drafter config of the matching shape) on the machine, starts SGLang with
+`python -m turnspec.benchmarks.sizing --block B --out DIR` writes a Qwen3-8B config (or the
+`--config` one) and, with B >= 2, a DFlash drafter config of the matching shape, starts SGLang with
 `load_format="dummy"` (random weights, nothing downloaded), and times one decode step (B = 0:
 no speculation) or one DFlash step, draft plus verify of B tokens (B >= 2), at each concurrency.
 Random weights make acceptance meaningless; only the costs count. `--merge DIR` folds the
@@ -49,6 +49,17 @@ def drafter_config(target: dict[str, Any], layers: int, block: int) -> dict[str,
             "dflash_config": {"mask_token_id": target["vocab_size"] - 300, "target_layer_ids": taps},
             "layer_types": ["full_attention"] * layers, "use_sliding_window": False,
             "sliding_window": None}
+
+
+def target_config(path: str | None) -> dict[str, Any]:
+    """The target to size: an HF config.json (any decoder SGLang builds), or Qwen3-8B."""
+    if path is None:
+        return QWEN3_8B
+    cfg = json.loads(Path(path).read_text())
+    missing = {"architectures", "hidden_size", "num_hidden_layers", "vocab_size"} - cfg.keys()
+    if missing:
+        raise SystemExit(f"--config {path}: expected an HF config.json, missing {sorted(missing)}")
+    return cfg
 
 
 def copy_bandwidth_gbs(gib: float = 2.0, repeat: int = 20) -> float:
@@ -108,9 +119,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import sglang
 
     out = Path(args.out)
-    target_dir = out / "qwen3-8b-dummy"
+    target = target_config(args.config)
+    target_dir = out / "target-dummy"
     target_dir.mkdir(parents=True, exist_ok=True)
-    (target_dir / "config.json").write_text(json.dumps(QWEN3_8B, indent=1))
+    (target_dir / "config.json").write_text(json.dumps(target, indent=1))
     kw: dict[str, Any] = {
         "model_path": str(target_dir), "load_format": "dummy", "skip_tokenizer_init": True,
         "dtype": "bfloat16", "attention_backend": "triton", "sampling_backend": "pytorch",
@@ -118,7 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cuda_graph_max_bs_decode": max(args.concurrency), "log_level": "error"}
     draft = None
     if args.block >= 2:
-        draft = drafter_config(QWEN3_8B, args.drafter_layers, args.block)
+        draft = drafter_config(target, args.drafter_layers, args.block)
         ddir = out / f"dflash-{args.drafter_layers}l-dummy"
         ddir.mkdir(exist_ok=True)
         (ddir / "config.json").write_text(json.dumps(draft, indent=1))
@@ -130,7 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     up_s = time.perf_counter() - t0
     rng = random.Random(args.seed)
     try:
-        vocab = QWEN3_8B["vocab_size"]
+        vocab = target["vocab_size"]
         measure_point(engine, max(args.concurrency), argparse.Namespace(
             **{**vars(args), "repeat": 1, "decode_tokens": 16}), rng, vocab)  # warm-up
         points = []
@@ -140,7 +152,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         engine.shutdown()
     return {"block": args.block, "engine_up_s": round(up_s, 1), "sglang": sglang.__version__,
-            "model_config": QWEN3_8B, "drafter_config": draft, "points": points}
+            "model_config": target, "drafter_config": draft, "points": points}
 
 
 def merge(folder: Path) -> dict[str, Any]:
@@ -162,6 +174,8 @@ def merge(folder: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="folder for configs and JSON")
+    p.add_argument("--config", default=None,
+                   help="target HF config.json to size (default: Qwen3-8B's, built here)")
     p.add_argument("--block", type=int, default=0, help="0: no speculation; >= 2: DFlash block")
     p.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")],
                    default=[1, 8, 32])

@@ -47,3 +47,13 @@ def test_bad_block_and_empty_folder_are_refused(tmp_path: Path) -> None:
         sizing.main(["--out", str(tmp_path), "--block", "1"])
     with pytest.raises(SystemExit, match="no sizing-b"):
         sizing.merge(tmp_path)
+
+
+def test_config_flag_takes_another_target_and_refuses_a_non_config(tmp_path: Path) -> None:
+    assert sizing.target_config(None) is sizing.QWEN3_8B
+    other = {**sizing.QWEN3_8B, "num_hidden_layers": 28}
+    (tmp_path / "config.json").write_text(json.dumps(other))
+    assert sizing.target_config(str(tmp_path / "config.json"))["num_hidden_layers"] == 28
+    (tmp_path / "bad.json").write_text(json.dumps({"hidden_size": 8}))
+    with pytest.raises(SystemExit, match="missing"):
+        sizing.target_config(str(tmp_path / "bad.json"))

@@ -14,12 +14,12 @@ A point's context is prompt_tokens + decode_tokens / 2: the mean context over it
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from turnspec.benchmarks.simulate import HARDWARE, Simulation
+from turnspec.benchmarks.simulate_shapes import read_json_object
 
 MODES = ("decode", "dflash")
 FLAG_ABOVE = 0.15  # |predicted - measured| / measured past which a point is flagged
@@ -84,10 +84,7 @@ def read_measured(path: str | Path) -> MeasuredRun:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"--measured {str(path)!r}: no such file")
-    try:
-        d = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: expected JSON, got a parse error ({e})") from None
+    d = read_json_object(path, "JSON")
     for key in ("device", "prompt_tokens", "decode_tokens", "points"):
         if key not in d:
             raise ValueError(f"{path}: expected key {key!r} (docs/simulate.md, measured points)")

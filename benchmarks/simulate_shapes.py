@@ -199,10 +199,15 @@ def read_config(spec: str | Path, what: str) -> dict[str, Any]:
         path = path / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{what} {str(spec)!r}: no such config.json or folder with one")
+    return read_json_object(path, "a JSON config")
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON file that must hold an object; a parse error or another type says which file."""
     try:
         d = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: expected a JSON config, got a parse error ({e})") from None
+        raise ValueError(f"{path}: expected {what}, got a parse error ({e})") from None
     if not isinstance(d, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d

@@ -101,6 +101,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_sglang_args(d)
     d.set_defaults(func=run_datagen)
 
+    from turnspec.cli.speculator_magpie import add_magpie
+
+    add_magpie(sub)
+
     t = sub.add_parser("train", help="train a drafter on datagen output")
     t.add_argument("--train-sources", default=None,
                    help="train only on these sources, comma-separated (tools, generic); "

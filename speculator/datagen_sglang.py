@@ -137,6 +137,21 @@ class SGLangTarget:
 
         return {"answer": None, "stream": lambda ps: in_chunks(answer, ps, batch_size)}
 
+    def sample(self, prompts: list[list[int]], temperature: float, top_p: float,
+               max_new_tokens: int) -> list[list[int]]:
+        """Completions of `prompts` at that temperature (0: greedy_params), each through its stop
+        id (kept) or max_new_tokens; speculator/magpie.py's SampleFn. SGLang draws each request's
+        sample on its own, so the lines differ from run to run."""
+        assert self._engine is not None, "load() first"
+        params = greedy_params(max_new_tokens, self.stop_ids)
+        if temperature > 0:
+            params.update(temperature=temperature, top_p=top_p)
+        results = self._engine.generate(input_ids=prompts, sampling_params=params)
+        if not isinstance(results, list) or len(results) != len(prompts):
+            raise ValueError(f"sglang generate returned {type(results).__name__} for "
+                             f"{len(prompts)} prompts; expected one result per prompt")
+        return [completion(r, max_new_tokens, self.stop_ids) for r in results]
+
     def close(self) -> None:
         if self._engine is not None:
             engine, self._engine = self._engine, None

@@ -145,6 +145,16 @@ class LocalTarget:
                     "stream": lambda ps: engine.generate_stream(ps, sampling, counts=counts)}
         return {"answer": lambda ps: engine.generate_batch(ps, sampling, counts=counts)}
 
+    def sample(self, prompts: list[list[int]], temperature: float, top_p: float,
+               max_new_tokens: int) -> list[list[int]]:
+        """Completions of `prompts` at that temperature (0: greedy), each through its stop id
+        (kept) or max_new_tokens; speculator/magpie.py's SampleFn."""
+        from turnspec.engine.protocol import SamplingParams
+
+        assert self._engine is not None, "load() first"
+        return self._engine.generate_batch(prompts, SamplingParams(
+            temperature=temperature, top_p=top_p, max_tokens=max_new_tokens))
+
     def close(self) -> None:
         pass
 

@@ -5,7 +5,9 @@ The server writes one record per finished turn, in the workload record schema (i
 domain, scenario, tools, messages; server/recorder.py), into `DIR/conversations-*.jsonl`. A
 conversation of N turns therefore comes as N records, each the one before plus a turn; the
 prompts here are every assistant message's history, once each (the same history in several
-records is one prompt). The target answers them again greedily, as for workload prompts, so the
+records is one prompt), and a record that ends with a user message is a prompt as a whole (the
+conversations `turnspec speculator magpie` writes). A record's `domain` names its samples'
+source ("recorded" for the server's, "magpie", ...). The target answers them again greedily, as for workload prompts, so the
 drafter learns what the target says, whatever the deployment sampled.
 
 Held out by call, not by turn: a record's call is its tools plus its messages up to the first
@@ -59,23 +61,25 @@ def _candidates(folder: str | Path, heldout_frac: float) -> Iterator[Candidate]:
     seen: set[str] = set()
     for rec in read_recorded(folder):
         messages, tools = rec["messages"], rec["tools"]
+        source = str(rec.get("domain") or SOURCE)
         first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"),
                           len(messages))
         call = _digest([tools, messages[: first_user + 1]])
         split = "heldout" if stable_unit(f"{SOURCE}:{call}") < heldout_frac else "train"
-        for i, m in enumerate(messages):
+        ends_open = bool(messages) and messages[-1].get("role") == "user"
+        for i, m in enumerate([*messages, {"role": "assistant"}] if ends_open else messages):
             if m.get("role") != "assistant" or i == 0:
                 continue
             prompt = _digest([tools, messages[:i]])
             if prompt in seen:
                 continue
             seen.add(prompt)
-            yield f"rec-{call}:{prompt}", split, SOURCE, messages[:i], tools
+            yield f"rec-{call}:{prompt}", split, source, messages[:i], tools
 
 
 def recorded_prompt_items(render: RenderFn, folder: str | Path, heldout_frac: float = 0.1,
                           max_prompt_tokens: int = 2048) -> tuple[list[PromptItem], int]:
-    """Prompt items (source "recorded", ids "rec-<call>:<prompt>") from a recorded folder, and
+    """Prompt items (source: the records' domain, ids "rec-<call>:<prompt>") from a folder, and
     the number skipped for exceeding max_prompt_tokens."""
     if not 0.0 <= heldout_frac < 1.0:
         raise ValueError(f"heldout_frac: expected [0, 1), got {heldout_frac}")

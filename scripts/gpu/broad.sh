@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Issue 34 item 2 on the lent H200: broad pre-training, then tool fine-tuning, against today's
+# recipe and a deeper drafter at equal GPU time. After `bash scripts/gpu/sglang.sh unpack`:
+#   bash scripts/gpu/broad.sh data    # (~8 min) SGLang: Magpie user lines from the target, its
+#                                     # answers to them; beside it, fresh tool-workload answers
+#                                     # and the independent eval set
+#   bash scripts/gpu/broad.sh train   # (~9 min) four arms at once on the one GPU, each with the
+#                                     # same wall-clock budget (TRAIN_S, default 360 s):
+#     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
+#     broad   the default drafter, half on the broad data, then half on the tool data
+#     scratch4 / scratch5  4 / 5 layers from random weights, half broad then half tool
+#   then every arm and the default drafter scored on the independent set (voice, generic), the
+#   fresh tool turns held out (in-distribution) and the broad turns held out, at B=16 and 8.
+# The data call returns the Magpie lines (magpie.tgz) and the logs; the train call the tau JSON,
+# logs and training metrics in broad-train.tgz; `fetch ARM` one arm's drafter.
+set -uo pipefail
+source scripts/gpu/sglang_env.sh
+D=${DRAFTER:-/tmp/sgcarry/drafter}
+M=$(python3 -m turnspec.cli.main models prepare 2>/dev/null | tail -n 1)
+R=runs/broad; mkdir -p $R
+T=${TRAIN_S:-360}; H=$((T / 2))
+keep() { cp "$@" "$OUT"/ 2>/dev/null; true; }
+case "${1:-}" in
+data)
+  ( ts speculator datagen --engine sglang --sglang-mem-fraction 0.35 --model "$M" \
+      --tool-conversations ${TOOLS:-6000} --heldout-conversations 150 --synthetic-conversations \
+      ${SYNTH:-4500} --synthetic-heldout 100 --readback-frac 0.3 --workload 2 --seed ${SEED:-19} \
+      --max-new-tokens 192 --no-progress --out $R/data-tools > $R/datagen-tools.txt 2>&1
+    ts speculator datagen --engine sglang --sglang-mem-fraction 0.35 --model "$M" --eval-set \
+      --max-new-tokens 160 --no-progress --out $R/evalset > $R/datagen-evalset.txt 2>&1 ) &
+  bg=$!
+  ts speculator magpie --engine sglang --sglang-mem-fraction 0.45 --model "$M" \
+    --conversations ${MAGPIE:-40000} --seed ${SEED:-19} --out $R/magpie > $R/magpie.txt 2>&1
+  tail -n 2 $R/magpie.txt; echo "magpie after ${SECONDS}s"
+  ts speculator datagen --engine sglang --sglang-mem-fraction 0.45 --model "$M" \
+    --from-conversations $R/magpie --conversations-heldout-frac 0.03 --max-new-tokens 192 \
+    --no-progress --out $R/data-broad > $R/datagen-broad.txt 2>&1
+  tail -n 1 $R/datagen-broad.txt; echo "broad answered after ${SECONDS}s"
+  wait $bg
+  tail -n 1 $R/datagen-tools.txt $R/datagen-evalset.txt; echo "all data after ${SECONDS}s"
+  keep $R/magpie.txt $R/magpie/magpie.json $R/datagen-*.txt
+  tar czf "$OUT/magpie.tgz" -C $R magpie
+  ;;
+train)
+  common="--model $M --device cuda --batch-size 64 --anchors 64 --epochs 200 --eval-every 0 \
+    --log-every 100 --final-eval-samples 64 --no-progress"
+  arm() {  # arm NAME LAYERS INIT LR1 LR2: half on broad then half on tools (INIT "" = scratch)
+    local name=$1 layers=$2 init=$3 lr1=$4 lr2=$5
+    ts speculator train $common --data $R/data-broad --out $R/$name-1 --layers "$layers" \
+      ${init:+--init-from $init} --lr "$lr1" --time-budget $H > $R/train-$name-1.txt 2>&1
+    ts speculator train $common --data $R/data-tools --out $R/$name --layers "$layers" \
+      --init-from $R/$name-1/drafter --lr "$lr2" --time-budget $H > $R/train-$name-2.txt 2>&1
+  }
+  ts speculator train $common --data $R/data-tools --out $R/today --layers 4 --init-from "$D" \
+    --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 &
+  arm broad 4 "$D" 3e-4 1.5e-4 &
+  arm scratch4 4 "" 6e-4 3e-4 &
+  arm scratch5 5 "" 6e-4 3e-4 &
+  wait
+  echo "trained after ${SECONDS}s"; tail -n 1 $R/train-*.txt
+  sets="--data $R/evalset --data $R/data-tools --data $R/data-broad"
+  for a in default today broad scratch4 scratch5; do
+    d=$R/$a/drafter; [ $a = default ] && d=$D
+    [ -d "$d" ] || { echo "$a: no drafter"; continue; }
+    ts speculator eval $sets --drafter "$d" --device cuda --block-size 8,16 --samples 512 \
+      --json $R/tau-$a-evalset.json --json $R/tau-$a-tools.json --json $R/tau-$a-broad.json \
+      > $R/eval-$a.txt 2>&1 &
+  done
+  wait
+  echo "scored after ${SECONDS}s"
+  for a in default today broad scratch4 scratch5; do echo "== $a"; grep -v '^{' $R/eval-$a.txt | tail -n 14; done
+  tar czf "$OUT/broad-train.tgz" -C $R $(cd $R && ls tau-*.json train-*.txt eval-*.txt \
+    */metrics.json 2>/dev/null)
+  ;;
+fetch)  # fetch ARM: that arm's exported drafter, its weights in 15 MB parts (a file comes back
+        # only under 16 MiB): cat model.safetensors.part_* > model.safetensors here
+  a=${2:?usage: bash scripts/gpu/broad.sh fetch ARM}
+  cp $R/$a/drafter/*.json $R/$a/drafter/*.md "$OUT"/ 2>/dev/null
+  split -b 15000000 $R/$a/drafter/model.safetensors "$OUT/model.safetensors.part_"
+  sha256sum $R/$a/drafter/model.safetensors
+  ;;
+*) echo "usage: bash scripts/gpu/broad.sh data|train|fetch ARM" >&2; exit 2 ;;
+esac
+ls -la "$OUT"

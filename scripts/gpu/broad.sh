@@ -18,21 +18,21 @@ source scripts/gpu/sglang_env.sh
 D=${DRAFTER:-/tmp/sgcarry/drafter}
 M=$(python3 -m turnspec.cli.main models prepare 2>/dev/null | tail -n 1)
 R=runs/broad; mkdir -p $R
-T=${TRAIN_S:-360}; H=$((T / 2))
+T=${TRAIN_S:-360}; H=$((T / 2)); X=${SGARGS:-}; ARMS=${ARMS:-today broad scratch4 scratch5}
 keep() { cp "$@" "$OUT"/ 2>/dev/null; true; }
 case "${1:-}" in
 data)
-  ( ts speculator datagen --engine sglang --sglang-mem-fraction 0.35 --model "$M" \
+  ( ts speculator datagen --engine sglang --sglang-mem-fraction 0.35 $X --model "$M" \
       --tool-conversations ${TOOLS:-6000} --heldout-conversations 150 --synthetic-conversations \
       ${SYNTH:-4500} --synthetic-heldout 100 --readback-frac 0.3 --workload 2 --seed ${SEED:-19} \
       --max-new-tokens 192 --no-progress --out $R/data-tools > $R/datagen-tools.txt 2>&1
-    ts speculator datagen --engine sglang --sglang-mem-fraction 0.35 --model "$M" --eval-set \
+    ts speculator datagen --engine sglang --sglang-mem-fraction 0.35 $X --model "$M" --eval-set \
       --max-new-tokens 160 --no-progress --out $R/evalset > $R/datagen-evalset.txt 2>&1 ) &
   bg=$!
-  ts speculator magpie --engine sglang --sglang-mem-fraction 0.45 --model "$M" \
+  ts speculator magpie --engine sglang --sglang-mem-fraction 0.45 $X --model "$M" \
     --conversations ${MAGPIE:-40000} --seed ${SEED:-19} --out $R/magpie > $R/magpie.txt 2>&1
   tail -n 2 $R/magpie.txt; echo "magpie after ${SECONDS}s"
-  ts speculator datagen --engine sglang --sglang-mem-fraction 0.45 --model "$M" \
+  ts speculator datagen --engine sglang --sglang-mem-fraction 0.45 $X --model "$M" \
     --from-conversations $R/magpie --conversations-heldout-frac 0.03 --max-new-tokens 192 \
     --no-progress --out $R/data-broad > $R/datagen-broad.txt 2>&1
   tail -n 1 $R/datagen-broad.txt; echo "broad answered after ${SECONDS}s"
@@ -51,15 +51,19 @@ train)
     ts speculator train $common --data $R/data-tools --out $R/$name --layers "$layers" \
       --init-from $R/$name-1/drafter --lr "$lr2" --time-budget $H > $R/train-$name-2.txt 2>&1
   }
-  ts speculator train $common --data $R/data-tools --out $R/today --layers 4 --init-from "$D" \
-    --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 &
-  arm broad 4 "$D" 3e-4 1.5e-4 &
-  arm scratch4 4 "" 6e-4 3e-4 &
-  arm scratch5 5 "" 6e-4 3e-4 &
+  for a in $ARMS; do
+    case $a in
+    today) ts speculator train $common --data $R/data-tools --out $R/today --layers 4 \
+             --init-from "$D" --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 & ;;
+    broad) arm broad 4 "$D" 3e-4 1.5e-4 & ;;
+    scratch4) arm scratch4 4 "" 6e-4 3e-4 & ;;
+    scratch5) arm scratch5 5 "" 6e-4 3e-4 & ;;
+    esac
+  done
   wait
   echo "trained after ${SECONDS}s"; tail -n 1 $R/train-*.txt
   sets="--data $R/evalset --data $R/data-tools --data $R/data-broad"
-  for a in default today broad scratch4 scratch5; do
+  for a in default $ARMS; do
     d=$R/$a/drafter; [ $a = default ] && d=$D
     [ -d "$d" ] || { echo "$a: no drafter"; continue; }
     ts speculator eval $sets --drafter "$d" --device cuda --block-size 8,16 --samples 512 \
@@ -68,7 +72,7 @@ train)
   done
   wait
   echo "scored after ${SECONDS}s"
-  for a in default today broad scratch4 scratch5; do echo "== $a"; grep -v '^{' $R/eval-$a.txt | tail -n 14; done
+  for a in default $ARMS; do echo "== $a"; grep -v '^{' $R/eval-$a.txt | tail -n 14; done
   tar czf "$OUT/broad-train.tgz" -C $R $(cd $R && ls tau-*.json train-*.txt eval-*.txt \
     */metrics.json 2>/dev/null)
   ;;

@@ -83,7 +83,10 @@ class ChatCompletionsClient:
                     return rec.fail({"status": resp.status, **await _error_body(resp)})
                 async for raw in resp.content:
                     line = raw.strip()
-                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                    if line == b"data: [DONE]":
+                        rec.terminal()  # E2E ends here; the body's end is read for the pool
+                        continue
+                    if not line.startswith(b"data: "):
                         continue
                     chunk = json.loads(line[6:])
                     if "error" in chunk:

@@ -101,6 +101,7 @@ class GenerationClient:
                         call["arguments"] = d.arguments_json
                         rec.tool_done()
                 elif kind == "complete":
+                    rec.terminal()
                     c = r.complete
                     rec.end_server_us = t_us
                     rec.finish_reason = c.finish_reason

@@ -84,6 +84,7 @@ class RequestRecord:
     rtt_ms: float | None = None  # probe on the same connection just before the send
     arrival_lag_ms: float | None = None  # open loop: actual dispatch - scheduled
     resync: bool = False  # WS: sent the full scripted history instead of continuing
+    terminal_ms: float | None = None  # when the terminal event arrived (see `terminal`)
     _t0: float = 0.0
     _sentence: SentenceWatch = field(default_factory=SentenceWatch)
 
@@ -116,8 +117,15 @@ class RequestRecord:
     def cancel_sent(self) -> None:
         self.cancel_ms = self.now_ms()
 
+    def terminal(self) -> None:
+        """The terminal event arrived (gRPC `complete`, SSE `[DONE]`): E2E ends here, not at
+        the stream's close after it (gRPC trailers, the chunked body's end), which is another
+        server write and another client wake-up that no server part or RTT covers."""
+        if self.terminal_ms is None:
+            self.terminal_ms = self.now_ms()
+
     def end(self, ok: bool, server_us: int = 0) -> RequestRecord:
-        self.e2e_ms = self.now_ms()
+        self.e2e_ms = self.terminal_ms if self.terminal_ms is not None else self.now_ms()
         if ok and self.cancel_ms is None and self._sentence.finish():  # ended on a terminator
             self.ttfs_ms = self.e2e_ms
         self.end_server_us = server_us or self.end_server_us

@@ -115,6 +115,7 @@ class ResponsesSocketClient:
 
     @staticmethod
     def _finish(rec: RequestRecord, e: dict[str, Any], calls: dict[str, dict]) -> RequestRecord:
+        rec.terminal()
         r = e["response"]
         kind = e["type"]
         rec.usage, rec.turnspec = r.get("usage") or {}, r.get("turnspec") or {}

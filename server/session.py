@@ -37,6 +37,15 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
+def _render(chat: Any, history_ids: list[int] | None, messages: list[Message],
+            tools: list[ToolSpec]) -> list[int]:
+    """Prompt ids; with `history_ids` (same instructions as the stored turn) continued from
+    them, so the prefix cache matches the previous turn exactly."""
+    if history_ids is not None:
+        return chat.render_continuation(history_ids, messages, tools)
+    return chat.render(messages, tools)
+
+
 @dataclass(slots=True)
 class TurnRequest:
     """A transport-neutral turn whose fields the transport has already type-checked.
@@ -118,11 +127,14 @@ class Session:
                     if req.instructions else []) + history
         t0 = time.perf_counter()
         chat = hub.chat
+        history_ids = (base.token_ids if base is not None
+                       and base.instructions == req.instructions else None)
         try:
-            if base is not None and base.instructions == req.instructions:
-                prompt = chat.render_continuation(base.token_ids, messages, tools)
-            else:
-                prompt = chat.render(messages, tools)
+            # Off the loop: tokenizing a ~1,000-token prompt takes ~1 ms on an idle core and
+            # 3-4 ms on a busy 2-core host, and the tokenizer releases the GIL meanwhile. On
+            # the loop, every request that arrived during it waited unread (and unstamped):
+            # the gRPC/HTTP E2E residual of docs/loadtest.md.
+            prompt = await asyncio.to_thread(_render, chat, history_ids, messages, tools)
         except Exception as e:  # the template's own checks (role order, content types)
             raise invalid(f"the chat template rejected the conversation: {e}",
                           param=mp) from None

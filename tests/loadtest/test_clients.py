@@ -50,6 +50,7 @@ async def test_text_record(clients, transport):
     assert rec.ok, rec.error
     assert rec.transport == transport and rec.text
     assert rec.ttft_ms == rec.chunk_ms[0] and rec.e2e_ms >= rec.chunk_ms[-1]
+    assert rec.e2e_ms == rec.terminal_ms  # the terminal event, not the stream's close
     assert len(rec.itl_ms) == len(rec.chunk_ms) - 1 and all(x >= 0 for x in rec.itl_ms)
     t = rec.timing
     assert t["completion_tokens"] == 8 and t["prompt_tokens"] > 0

@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from turnspec.benchmarks.simulate import Hardware, Simulation
+from turnspec.benchmarks.simulate import Hardware, Simulation, projection
 from turnspec.benchmarks.simulate_measured import FLAG_ABOVE, MeasuredPoint, MeasuredRun
 
 
@@ -105,13 +105,5 @@ def calibrated_rows(sim: Simulation, run: MeasuredRun, cal: Calibration) -> list
 def calibrated_projection(sim: Simulation, cal: Calibration, block: int, ctx: float, tau: float,
                           published_tok_s: float | None = None) -> dict[str, Any]:
     """`simulate.projection` with the calibrated step times: τ / (c + v) x 1 / t_AR at b = 1."""
-    base = cal.simulation(sim)
-    t_ar = base.decode(1, ctx).ms
-    pred = base.predict(1, block, ctx, tau)
-    assert pred.spec_ms is not None
-    spec = pred.spec_ms + cal.spec_fixed_ms + cal.spec_per_row_ms
-    tok_s = 1000.0 * tau / spec
-    return {"block": block, "context": ctx, "tau": tau, "c": (spec - pred.verify.ms) / t_ar
-            if pred.verify else None, "v": pred.verify.ms / t_ar if pred.verify else None,
-            "step_rate": 1000.0 / t_ar, "tok_s": tok_s, "published_tok_s": published_tok_s,
-            "ratio_to_published": tok_s / published_tok_s if published_tok_s else None}
+    return projection(cal.simulation(sim), block, ctx, tau, published_tok_s,
+                      extra_spec_ms=cal.spec_fixed_ms + cal.spec_per_row_ms)

@@ -51,7 +51,7 @@ def _call_mask(ids: list[int], start: int, open_ids: list[int], close_ids: list[
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("data", help="held-out samples, e.g. models/data/smollm2-dflash/heldout-seed17.jsonl.xz")
-    p.add_argument("--source", default="tools", help="tools | synthetic | readback | generic")
+    p.add_argument("--source", default="tools", help="tools | synthetic | readback | generic | independent-voice | independent-generic")
     p.add_argument("--n", type=int, default=100,
                    help="turns, spread over the file as `turnspec speculator eval --samples N` picks them")
     p.add_argument("--drafter", default="default")
@@ -65,7 +65,9 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(model_dir)
     open_ids = tok.encode("<tool_call>", add_special_tokens=False)
     close_ids = tok.encode("</tool_call>", add_special_tokens=False)
-    seqs = eval_splits(read_samples(args.data), args.n).get(f"{args.source}-heldout")
+    splits = eval_splits(read_samples(args.data), args.n)
+    # the independent set's sources name their split alone (train_io.eval_splits)
+    seqs = splits.get(args.source) or splits.get(f"{args.source}-heldout")
     if not seqs:
         raise SystemExit(f"{args.data}: no held-out samples of source {args.source!r}")
     seqs = sorted(seqs, key=lambda s: len(s.input_ids))

@@ -4,6 +4,7 @@
 #   bash scripts/gpu/broad.sh data    # (~8 min) SGLang: Magpie user lines from the target, its
 #                                     # answers to them; beside it, fresh tool-workload answers
 #                                     # and the independent eval set
+#   bash scripts/gpu/broad.sh data-local  # the same through six embedded-engine processes
 #   bash scripts/gpu/broad.sh train   # (~9 min) four arms at once on the one GPU, each with the
 #                                     # same wall-clock budget (TRAIN_S, default 360 s):
 #     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
@@ -41,8 +42,33 @@ data)
   keep $R/magpie.txt $R/magpie/magpie.json $R/datagen-*.txt
   tar czf "$OUT/magpie.tgz" -C $R magpie
   ;;
+data-local)  # the same data from the embedded engine in SHARDS processes sharing the GPU (six
+             # local shards answered 2x SGLang's samples/s on SmolLM2: docs/benchmarks.md)
+  N=${SHARDS:-6}; L="--model $M --device ${DEV:-cuda} --threads 1 --max-batch ${MAX_BATCH:-256}
+    --kv-memory-gb ${KV_GB:-12} --max-prefill-tokens 32768"
+  for i in $(seq 0 $((N - 1))); do
+    ( ts speculator magpie $L --conversations $(( ${MAGPIE:-40000} / N )) \
+        --seed $(( ${SEED:-19} * 100 + i )) --out $R/magpie-$i > $R/magpie-$i.txt 2>&1
+      ts speculator datagen $L --from-conversations $R/magpie-$i --conversations-heldout-frac \
+        0.03 --max-new-tokens 192 --no-progress --out $R/data-broad-$i > $R/datagen-broad-$i.txt 2>&1
+      ts speculator datagen $L --tool-conversations ${TOOLS:-6000} --heldout-conversations ${HELDOUT:-150} \
+        --synthetic-conversations ${SYNTH:-4500} --synthetic-heldout ${SYNTH_HELDOUT:-100} --readback-frac 0.3 \
+        --workload 2 --seed ${SEED:-19} --shard $i/$N --max-new-tokens 192 --no-progress \
+        --out $R/data-tools-$i > $R/datagen-tools-$i.txt 2>&1 ) &
+  done
+  [ "${EVALSET:-1}" = 1 ] && ts speculator datagen $L --eval-set --max-new-tokens 160 \
+    --no-progress --out $R/evalset > $R/datagen-evalset.txt 2>&1
+  wait
+  for d in broad tools; do   # one folder each, as train reads: shard 0's meta, rows concatenated
+    mkdir -p $R/data-$d && cp $R/data-$d-0/meta.json $R/data-$d/
+    cat $R/data-$d-*/samples.jsonl > $R/data-$d/samples.jsonl
+    echo "$d: $(wc -l < $R/data-$d/samples.jsonl) samples"
+  done
+  tail -qn 1 $R/magpie-*.txt; echo "all data after ${SECONDS}s"
+  tar czf "$OUT/magpie.tgz" -C $R $(cd $R && ls -d magpie-* datagen-*.txt)
+  ;;
 train)
-  common="--model $M --device cuda --batch-size 64 --anchors 64 --epochs 200 --eval-every 0 \
+  common="--model $M --device ${DEV:-cuda} --batch-size 64 --anchors 64 --epochs 200 --eval-every 0 \
     --log-every 100 --final-eval-samples 64 --no-progress"
   arm() {  # arm NAME LAYERS INIT LR1 LR2: half on broad then half on tools (INIT "" = scratch)
     local name=$1 layers=$2 init=$3 lr1=$4 lr2=$5
@@ -62,12 +88,14 @@ train)
   done
   wait
   echo "trained after ${SECONDS}s"; tail -n 1 $R/train-*.txt
-  sets="--data $R/evalset --data $R/data-tools --data $R/data-broad"
+  sets="--data $R/data-tools --data $R/data-broad"; js=tools
+  [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset tools"
   for a in default $ARMS; do
     d=$R/$a/drafter; [ $a = default ] && d=$D
     [ -d "$d" ] || { echo "$a: no drafter"; continue; }
-    ts speculator eval $sets --drafter "$d" --device cuda --block-size 8,16 --samples 512 \
-      --json $R/tau-$a-evalset.json --json $R/tau-$a-tools.json --json $R/tau-$a-broad.json \
+    # shellcheck disable=SC2046  # one --json per --data, in order
+    ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 \
+      --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
       > $R/eval-$a.txt 2>&1 &
   done
   wait
@@ -83,6 +111,6 @@ fetch)  # fetch ARM: that arm's exported drafter, its weights in 15 MB parts (a 
   split -b 15000000 $R/$a/drafter/model.safetensors "$OUT/model.safetensors.part_"
   sha256sum $R/$a/drafter/model.safetensors
   ;;
-*) echo "usage: bash scripts/gpu/broad.sh data|train|fetch ARM" >&2; exit 2 ;;
+*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|fetch ARM" >&2; exit 2 ;;
 esac
 ls -la "$OUT"

@@ -68,7 +68,7 @@ data-local)  # the same data from the embedded engine in SHARDS processes sharin
   tar czf "$OUT/magpie.tgz" -C $R $(cd $R && ls -d magpie-* datagen-*.txt)
   ;;
 train)
-  common="--model $M --device ${DEV:-cuda} --batch-size 64 --anchors 64 --epochs 200 --eval-every 0 \
+  common="--model $M --device ${DEV:-cuda} --batch-size ${BATCH:-64} --anchors 64 --epochs 200 --eval-every 0 \
     --log-every 100 --final-eval-samples 64 --no-progress"
   arm() {  # arm NAME LAYERS INIT LR1 LR2: half on broad then half on tools (INIT "" = scratch)
     local name=$1 layers=$2 init=$3 lr1=$4 lr2=$5
@@ -92,7 +92,7 @@ train)
   [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset tools"
   for a in default $ARMS; do
     d=$R/$a/drafter; [ $a = default ] && d=$D
-    [ -d "$d" ] || { echo "$a: no drafter"; continue; }
+    [ $a = default ] || [ -d "$d" ] || { echo "$a: no drafter"; continue; }
     # shellcheck disable=SC2046  # one --json per --data, in order
     ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 \
       --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \

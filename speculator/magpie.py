@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from turnspec.speculator.magpie_settings import random_setting
+from turnspec.tools_grammar.schema import parse_tools
 
 # (prompts, temperature, top_p, max_new_tokens) -> completion ids per prompt (a stop id may end
 # one); temperature 0 is greedy. speculator/datagen_target.py's targets provide it.
@@ -146,17 +147,21 @@ def generate(cfg: MagpieConfig, chat: Any, sample: SampleFn, stop_ids: set[int],
         live.append({"id": f"magpie-{cfg.seed}-{i:06d}", "split": "train", "domain": "magpie",
                      "scenario": f"magpie.{key}", "tools": tools,
                      "messages": [{"role": "system", "content": system}]})
+    specs = {r["id"]: parse_tools(r["tools"]) for r in live}   # parsed once per conversation
+
+    def text_of(ids: list[int]) -> str:
+        return chat.tokenizer.decode([t for t in ids if t not in stop_ids],
+                                     skip_special_tokens=True).strip()
+
     done: list[dict] = []
     for turn in range(1, cfg.max_user_turns + 1):
-        prompts = [user_prefix(chat, r["messages"], _specs(r["tools"])) for r in live]
+        prompts = [user_prefix(chat, r["messages"], specs[r["id"]]) for r in live]
         outs = sample(prompts, cfg.temperature, cfg.top_p, cfg.max_user_tokens)
         kept = []
         for rec, ids in zip(live, outs, strict=True):
             stats.sampled += 1
-            finished = bool(ids) and ids[-1] in stop_ids
-            text = chat.tokenizer.decode([t for t in ids if t not in stop_ids],
-                                         skip_special_tokens=True).strip()
-            why = lines.reason(text, finished)
+            text = text_of(ids)
+            why = lines.reason(text, finished=bool(ids) and ids[-1] in stop_ids)
             if why:
                 stats.dropped[why] += 1
                 if turn > 1:   # the conversation so far ends with an answer: end it on its line
@@ -168,28 +173,22 @@ def generate(cfg: MagpieConfig, chat: Any, sample: SampleFn, stop_ids: set[int],
             kept.append(rec)
         # a tool-bearing call may be answered with a tool call, which needs a result before the
         # caller speaks again: those end after their first line
-        going = [r for r in kept if turn < cfg.max_user_turns and not r["tools"]
-                 and rng.random() < cfg.more_turns_frac]
-        done.extend(r for r in kept if r not in going)
+        going: list[dict] = []
+        for rec in kept:   # one pass (a membership test per record was quadratic)
+            goes = (turn < cfg.max_user_turns and not rec["tools"]
+                    and rng.random() < cfg.more_turns_frac)
+            (going if goes else done).append(rec)
         if going:
-            answers = sample([chat.render(r["messages"], _specs(r["tools"])) for r in going],
+            answers = sample([chat.render(r["messages"]) for r in going],
                              0.0, 1.0, cfg.max_answer_tokens)
             for rec, ids in zip(going, answers, strict=True):
-                reply = chat.tokenizer.decode([t for t in ids if t not in stop_ids],
-                                              skip_special_tokens=True).strip()
-                rec["messages"].append({"role": "assistant", "content": reply})
+                rec["messages"].append({"role": "assistant", "content": text_of(ids)})
         live = going
     for rec in done:
         stats.conversations += 1
         stats.turns[sum(m["role"] == "user" for m in rec["messages"])] += 1
     done.sort(key=lambda r: r["id"])
     return done, stats
-
-
-def _specs(tools: list[dict]):
-    from turnspec.tools_grammar.schema import parse_tools
-
-    return parse_tools(tools)
 
 
 def write(records: list[dict], stats: MagpieStats, cfg: MagpieConfig, out: str | Path) -> Path:

@@ -32,13 +32,26 @@ def faulty(local_engine):
     srv.stop()
 
 
+async def _until_terminal(ws: ResponsesSocketClient) -> dict:
+    while (e := await ws.recv())["type"] not in ("response.completed", "response.failed",
+                                                  "response.incomplete"):
+        pass
+    return e
+
+
 async def test_only_the_faulted_step_fails(faulty):
     url = f"ws://127.0.0.1:{faulty.port}/v1/responses"
     bystander = await ResponsesSocketClient(url).connect()
     http = ChatCompletionsClient(f"http://127.0.0.1:{faulty.port}/v1")
     grpc_c = GenerationClient(f"127.0.0.1:{faulty.grpc_port}")
     try:
-        running = asyncio.create_task(bystander.create("Count to twenty.", max_output_tokens=24))
+        # The bystander must be past its prefill before the poisoned turns arrive, or the
+        # scheduler may put them in one prefill step: wait for its first text delta.
+        await bystander.send({"type": "response.create", "input": "Count to twenty.",
+                              "max_output_tokens": 24})
+        while (await bystander.recv())["type"] != "response.output_text.delta":
+            pass
+        running = asyncio.create_task(_until_terminal(bystander))
         rec = await http.complete(HI, max_tokens=8, request_id="poison-http")
         assert rec.error["status"] == 500 and rec.error["code"] == "engine_error"
         assert "engine prefill step failed: RuntimeError: injected fault" in \
@@ -46,7 +59,9 @@ async def test_only_the_faulted_step_fails(faulty):
         rec = await grpc_c.generate(HI, max_tokens=8, request_id="poison-grpc")
         assert rec.error["code"] == "INTERNAL" and "injected fault" in rec.error["message"]
         done = await running
-        assert done.ok and done.usage["output_tokens"] == 24  # a bystander in another step
+        assert done["type"] == "response.incomplete"  # a bystander in another step, cut
+        assert done["response"]["incomplete_details"]["reason"] == "max_output_tokens"
+        assert done["response"]["usage"]["output_tokens"] == 24
     finally:
         for c in (bystander, http, grpc_c):
             await c.close()
@@ -62,9 +77,7 @@ async def test_ws_turn_in_a_faulted_step_ends_failed(local_engine):
     try:
         local_engine.core.fault_hook = hook
         await ws.send({"type": "response.create", "input": "hi", "max_output_tokens": 8})
-        while (e := await ws.recv())["type"] not in ("response.completed", "response.failed",
-                                                      "response.incomplete"):
-            pass
+        e = await _until_terminal(ws)
         local_engine.core.fault_hook = None
         assert e["type"] == "response.failed"
         assert e["response"]["error"]["code"] == "engine_error"

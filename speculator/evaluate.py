@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -32,6 +33,16 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     if json_out is not None and len(json_out) != len(data):
         raise ValueError(f"json_out: expected one path per data set ({len(data)}), got "
                          f"{len(json_out)}")
+    sets = []  # every set's splits before any model loads: a set with nothing to score fails now
+    for path in data:
+        samples_in = read_samples(path)
+        splits = eval_splits(samples_in, samples, with_train=with_train)
+        if not splits:
+            found = Counter(f"{s.source}/{s.split}" for s in samples_in)
+            raise ValueError(f"{path}: no held-out turns to score (found {dict(found)}); expected "
+                             "held-out samples (datagen's held-out conversations, or "
+                             "--eval-set), or pass --with-train")
+        sets.append(splits)
     dev = resolve_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     model = load_drafter(drafter, device=dev, dtype=dtype)
@@ -39,8 +50,7 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
     batch = 128 if dev.type == "cuda" else 16
     log = RunLog(None, echo=True)
-    for i, path in enumerate(data):
-        splits = eval_splits(read_samples(path), samples, with_train=with_train)
+    for i, (path, splits) in enumerate(zip(data, sets, strict=True)):
         results: dict[int, dict[str, dict]] = {b: {} for b in blocks}
         for name, seqs in splits.items():
             t = time.perf_counter()

@@ -215,3 +215,28 @@ def test_init_from_an_exported_drafter(trained, tiny_data, tiny_target_dir, tmp_
     with pytest.raises(ValueError, match="num_hidden_layers"):
         train(_cfg(tiny_data, tiny_target_dir, tmp_path / "bad", init_from=str(src_dir),
                    num_layers=2, max_steps=1))
+
+
+def test_eval_sets_score_each_set_and_refuse_one_with_nothing_held_out(trained, tiny_data,
+                                                                        tiny_target_dir, tmp_path):
+    """`speculator eval` over sets: each set's held-out splits at each block size, JSON per set;
+    a set with no held-out turns fails before any model loads (not an empty table)."""
+    from turnspec.speculator.evaluate import evaluate_sets
+
+    out, _ = trained
+    train_only = tmp_path / "train-only"
+    train_only.mkdir()
+    (train_only / "samples.jsonl").write_text("".join(
+        s.to_json() + "\n" for s in read_samples(tiny_data) if s.split == "train"))
+    kw = dict(drafter=str(out / "drafter"), model_dir=str(tiny_target_dir), block_sizes=[2, 4],
+              samples=6, max_len=64, device="cpu", with_train=False)
+    with pytest.raises(ValueError, match=r"train-only: no held-out turns to score \(found "
+                                         r"\{'generic/train': \d+, 'tools/train': \d+\}\)"):
+        next(evaluate_sets([tiny_data, train_only], json_out=None, **kw))
+    js = tmp_path / "tau.json"
+    (outs,) = list(evaluate_sets([tiny_data], json_out=[js], **kw))
+    assert [o["block_size"] for o in outs] == [2, 4]
+    for o in outs:
+        assert set(o["tau"]) == {"generic-heldout", "tools-heldout"}
+        assert all(1.0 <= t <= o["block_size"] for t in o["tau"].values())
+    assert json.loads(js.read_text())["by_block"]["4"]["tau"] == outs[1]["tau"]

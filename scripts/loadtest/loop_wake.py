@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from turnspec.loadtest.stats import summarize
+
 
 def engine_work(stop, loaded, threads: int) -> None:
     from turnspec.engine.local.args import resolve_model_dir
@@ -79,15 +81,13 @@ async def measure(mode: str, threads: int, n: int) -> dict[str, float | str | in
     c.start()
     while c.is_alive() and q.empty():
         await asyncio.sleep(0.05)
-    rtts = sorted(q.get())
     stop.set()
     srv.close()
-
-    def pct(p: float) -> float:
-        return round(rtts[min(len(rtts) - 1, int(p / 100.0 * len(rtts)))], 3)
-    return {"mode": mode, "engine_threads": threads or "default", "echoes": len(rtts),
-            "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99),
-            "max_ms": round(rtts[-1], 3)}
+    if q.empty():
+        raise RuntimeError(f"the echo client exited with {c.exitcode} before reporting its times")
+    st = summarize(q.get())  # the load test's percentiles
+    return {"mode": mode, "engine_threads": threads or "default", "echoes": st["n"],
+            **{f"{k}_ms": round(st[k], 3) for k in ("p50", "p90", "p99", "max")}}
 
 
 def main() -> int:

@@ -13,7 +13,9 @@
 #   then every arm and the default drafter scored on the independent set (voice, generic), the
 #   fresh tool turns held out (in-distribution) and the broad turns held out, at B=16 and 8.
 # The data call returns the Magpie lines (magpie.tgz) and the logs; the train call the tau JSON,
-# logs and training metrics in broad-train.tgz; `fetch ARM` one arm's drafter.
+# logs and training metrics in broad-train.tgz; `fetch ARM` one arm's drafter. The long steps go
+# detached, one call to start and polls after it (back to back: a machine idle 30 s is gone):
+#   CPUS=0-9 bash scripts/gpu/broad.sh bg data-local; bash scripts/gpu/broad.sh wait data-local 500
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 D=${DRAFTER:-/tmp/sgcarry/drafter}
@@ -111,6 +113,22 @@ fetch)  # fetch ARM: that arm's exported drafter, its weights in 15 MB parts (a 
   split -b 15000000 $R/$a/drafter/model.safetensors "$OUT/model.safetensors.part_"
   sha256sum $R/$a/drafter/model.safetensors
   ;;
-*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|fetch ARM" >&2; exit 2 ;;
+bg)  # bg STEP: run that step detached (setsid; on CPUS with taskset if set), so a call cut short
+     # or a lost reply loses nothing; its files go to runs/broad/out-STEP, then STEP.done
+  s=${2:?usage: bash scripts/gpu/broad.sh bg STEP}; rm -rf $R/out-$s $R/$s.done; mkdir -p $R/out-$s
+  OUT=$R/out-$s setsid nohup ${CPUS:+taskset -c $CPUS} bash -c \
+    "bash scripts/gpu/broad.sh $s; touch $R/$s.done" > $R/$s.log 2>&1 < /dev/null &
+  echo "started $s (pid $!)"
+  ;;
+wait)  # wait STEP SECONDS: until STEP.done or SECONDS pass; then its log's tail and files to $OUT
+  s=${2:?usage: bash scripts/gpu/broad.sh wait STEP SECONDS}; t0=$(date +%s)
+  [ -f $R/$s.log ] || { echo "no $R/$s.log: a fresh machine, the step is gone" >&2; exit 3; }
+  while [ ! -f $R/$s.done ] && [ $(( $(date +%s) - t0 )) -lt ${3:-500} ]; do sleep 5; done
+  grep -v '^\s*$' $R/$s.log | tail -n 40
+  for f in $R/magpie-*.txt $R/datagen-*.txt; do [ -f "$f" ] && echo "$f: $(tail -n 1 "$f" | cut -c1-160)"; done
+  cp $R/out-$s/* "$OUT"/ 2>/dev/null
+  [ -f $R/$s.done ] && echo "$s done" || echo "$s still running after $(( $(date +%s) - t0 )) s"
+  ;;
+*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|fetch ARM|bg STEP|wait STEP S" >&2; exit 2 ;;
 esac
 ls -la "$OUT"

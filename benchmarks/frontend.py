@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from turnspec.loadtest.stats import percentile
+
 TRANSPORTS = ("http", "ws", "grpc")
 PROMPT = [
     {"role": "system", "content": "You are a concise voice assistant for a restaurant. Answer in "
@@ -55,10 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(q / 100.0 * (len(xs) - 1))))]
+    return percentile(xs, q) if xs else float("nan")
 
 
 def _summary(ttfts: list[float], lags: list[float], ok: int, total: int,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from turnspec.engine.local.args import add_engine_args, engine_config_from_args
 from turnspec.engine.loop_guard import LoopGuard, first_loop
+from turnspec.loadtest.stats import percentile
 
 if TYPE_CHECKING:
     from turnspec.engine.chat import ChatTemplate
@@ -59,13 +60,6 @@ def guard_cut(run: Run, guard: LoopGuard) -> int | None:
     return first_loop(run.tokens[:body], guard, run.completed[:body])
 
 
-def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return 0.0
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
 def summarize(runs: list[Run], guard: LoopGuard, budgets: tuple[int, ...]) -> dict:
     """The numbers of one setting (pure: runs in, dict out)."""
     cuts = [guard_cut(r, guard) for r in runs]
@@ -81,7 +75,8 @@ def summarize(runs: list[Run], guard: LoopGuard, budgets: tuple[int, ...]) -> di
             statistics.fmean(caught) if caught else None,
         "guard_fired_on_ended": false_fire,
         "tokens_guard_on": {"mean": statistics.fmean(lengths) if lengths else 0.0,
-                            "p50": _pct(lengths, 0.5), "p90": _pct(lengths, 0.9),
+                            "p50": percentile(lengths, 50) if lengths else 0.0,
+                            "p90": percentile(lengths, 90) if lengths else 0.0,
                             "max": max(lengths, default=0.0)},
         "budget_cut_share": {str(b): sum(n > b for n in lengths) / len(lengths) if lengths else 0.0
                              for b in budgets},

@@ -9,6 +9,7 @@
 #                                     # same wall-clock budget (TRAIN_S, default 360 s):
 #     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
 #     broad   the default drafter, half on the broad data, then half on the tool data
+#     mix     the default drafter on the broad and tool data shuffled together (ARMS to pick it)
 #     scratch4 / scratch5  4 / 5 layers from random weights, half broad then half tool
 #   then every arm and the default drafter scored on the independent set (voice, generic), the
 #   fresh tool turns held out (in-distribution) and the broad turns held out, at B=16 and 8.
@@ -84,6 +85,10 @@ train)
     today) ts speculator train $common --data $R/data-tools --out $R/today --layers 4 \
              --init-from "$D" --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 & ;;
     broad) arm broad 4 "$D" 3e-4 1.5e-4 & ;;
+    mix) mkdir -p $R/data-mix && cp $R/data-tools/meta.json $R/data-mix/ &&   # both sets at once
+         cat $R/data-broad/samples.jsonl $R/data-tools/samples.jsonl > $R/data-mix/samples.jsonl
+         ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "$D" \
+           --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 & ;;
     scratch4) arm scratch4 4 "" 6e-4 3e-4 & ;;
     scratch5) arm scratch5 5 "" 6e-4 3e-4 & ;;
     esac

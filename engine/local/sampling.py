@@ -29,13 +29,13 @@ def filter_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
 
 def draw(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
     """probs [m, V] -> tokens [m] int64: one uniform per row from that row's generator (CPU; None:
-    torch's global one), mapped through the row's cumulative distribution. A token of zero
-    probability is never drawn: its cumulative value equals the one before it."""
+    torch's global one), mapped through the row's cumulative distribution: the first token whose
+    cumulative value exceeds u x the row's total. That token has nonzero probability (its
+    cumulative value rises there), and it exists, since u < 1 keeps the point below the total."""
     u = torch.cat([torch.rand(1, generator=g) for g in generators])
     cum = torch.cumsum(probs, dim=-1)
-    point = u.to(device=probs.device, dtype=cum.dtype) * cum[:, -1]  # [m], below each row's total
-    tokens = torch.searchsorted(cum, point.unsqueeze(1), right=True).squeeze(1)
-    return tokens.clamp_(max=probs.shape[-1] - 1)
+    point = u.to(device=probs.device, dtype=cum.dtype) * cum[:, -1]  # [m]
+    return torch.searchsorted(cum, point.unsqueeze(1), right=True).squeeze(1)
 
 
 def sample_rows(logits: torch.Tensor, params: list[SamplingParams],

@@ -20,7 +20,8 @@
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 D=${DRAFTER:-/tmp/sgcarry/drafter}
-M=$(python3 -m turnspec.cli.main models prepare 2>/dev/null | tail -n 1)
+case "${1:-}" in data|data-local|train)   # the steps that run the target (not bg, wait, fetch)
+  M=$(python3 -m turnspec.cli.main models prepare 2>/dev/null | tail -n 1) ;; esac
 R=runs/broad; mkdir -p $R
 T=${TRAIN_S:-360}; H=$((T / 2)); X=${SGARGS:-}; ARMS=${ARMS:-today broad scratch4 scratch5}
 keep() { cp "$@" "$OUT"/ 2>/dev/null; true; }

@@ -7,7 +7,9 @@
   generated from the committed .proto, the public contract; no server code is imported).
 
 Each has `probe_rtt()` (a round trip on the same connection or pool: HTTP keep-alive
-`GET /v1/models`, a WS `ping` event, gRPC `grpc.health.v1.Health/Check` on the same channel) and
+`GET /v1/models`, a WS `ping` event, gRPC `grpc.health.v1.Health/Check` on the same channel;
+less the server's own time on the probe where it reports it: HTTP `Server-Timing`, the WS
+`pong`'s `received_us`..`t_us`) and
 barge-in (`cancel_after_chunks`: WS `response.cancel`, gRPC `Abort`, HTTP closes the stream).
 Errors never raise: they come back as a record with `ok=False` and `error` set.
 """
@@ -23,7 +25,14 @@ import aiohttp
 
 from turnspec.loadtest.grpc_client import GenerationClient
 from turnspec.loadtest.record import RequestRecord
-from turnspec.loadtest.wire import INCOMPLETE, auth_headers, ms_since, server_t_us
+from turnspec.loadtest.wire import (
+    INCOMPLETE,
+    auth_headers,
+    ms_since,
+    net_rtt_ms,
+    server_t_us,
+    server_timing_ms,
+)
 from turnspec.loadtest.ws_client import ResponsesSocketClient
 
 __all__ = ["ChatCompletionsClient", "GenerationClient", "ResponsesSocketClient"]
@@ -42,16 +51,19 @@ class ChatCompletionsClient:
             timeout=aiohttp.ClientTimeout(total=None))
 
     async def probe_rtt(self) -> float | None:
-        """A keep-alive `GET /v1/models` on the same pool; any HTTP answer is one round trip.
-        Not `/health`: SGLang's runs a generation (~1 s on the H200), which is no round trip."""
+        """A keep-alive `GET /v1/models` on the same pool; any HTTP answer is one round trip,
+        less the server's time on it where it says (turnspec's `Server-Timing`). Not
+        `/health`: SGLang's runs a generation (~1 s on the H200), which is no round trip."""
         t0 = time.perf_counter()
         try:
             async with self._session.get(self.base_url + "/models",
                                          headers=self._headers) as resp:
                 await resp.read()
+                probe = ms_since(t0)
+                held = server_timing_ms(resp.headers.get("Server-Timing"))
         except (aiohttp.ClientError, OSError):
             return None
-        return ms_since(t0)
+        return net_rtt_ms(probe, held)
 
     async def served_model(self) -> str | None:
         """The first model id of `GET /v1/models` (vLLM and SGLang check `model`)."""

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from turnspec.loadtest.record import RequestRecord
-from turnspec.loadtest.wire import auth_headers, ms_since, server_t_us
+from turnspec.loadtest.wire import auth_headers, ms_since, net_rtt_ms, pong_server_ms, server_t_us
 
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
@@ -47,8 +47,9 @@ class ResponsesSocketClient:
         return json.loads(msg.data)
 
     async def probe_rtt(self, timeout_s: float = 10.0) -> float | None:
-        """A `ping` event answered by `pong` (between responses). A server without pings
-        answers with an `error` event, which is one round trip all the same."""
+        """A `ping` event answered by `pong` (between responses), less the server's time on it
+        when the pong says (`received_us`..`t_us`). A server without pings answers with an
+        `error` event, which is one round trip all the same."""
         self._pings += 1
         event_id = f"ping_{self._pings}"
         t0 = time.perf_counter()
@@ -59,7 +60,7 @@ class ResponsesSocketClient:
                     e = await self.recv()
                     if e.get("type") == "error" or (e.get("type") == "pong"
                                                     and e.get("event_id") == event_id):
-                        return ms_since(t0)
+                        return net_rtt_ms(ms_since(t0), pong_server_ms(e))
         except (aiohttp.ClientError, ConnectionError, OSError, TimeoutError, ValueError):
             return None
 

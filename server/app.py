@@ -21,6 +21,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.tls import http_ssl_context
 from turnspec.server.transports.grpc_generation import GrpcServer
 from turnspec.server.transports.http import build_http_app
+from turnspec.server.transports.receipt import kernel_stamps_available, stamping_listeners
 
 log = logging.getLogger("turnspec.server")
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -49,12 +50,15 @@ class ServerApp:
                                      keepalive_timeout=cfg.http_keepalive_s)
         await self._runner.setup()
         ssl_context = http_ssl_context(cfg.tls_cert, cfg.tls_key) if cfg.tls_cert else None
-        site = web.TCPSite(self._runner, cfg.host, cfg.port, reuse_address=True,
-                           ssl_context=ssl_context)
-        await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        # our own listeners, so each connection keeps the kernel's receive stamps (receipt.py)
+        listeners = stamping_listeners(cfg.host, cfg.port)
+        for sock in listeners:
+            await web.SockSite(self._runner, sock, ssl_context=ssl_context).start()
+        self.port = listeners[0].getsockname()[1]
+        if not kernel_stamps_available():
+            log.warning("this platform gives no kernel receive timestamps: HTTP and WebSocket "
+                        "requests are dated when their handler runs, so time they wait for "
+                        "the event loop shows in a load test's residual, not in receive_ms")
         if cfg.grpc_port is not None:
             self._grpc = GrpcServer(self.hub)
             self.grpc_port = await self._grpc.start(cfg.host, cfg.grpc_port)

@@ -108,6 +108,7 @@ def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
         "prefill_ms": round(engine.prefill_ms, 3),
         "decode_ms": round(engine.decode_ms, 3),
         "admission_ms": round(admission_ms, 3),
+        "receive_ms": round(clock.seconds("receive") * 1000.0, 3),
         "render_ms": round(clock.seconds("template") * 1000.0, 3),
         "engine_queue_ms": round(engine.queue_ms, 3),
         "engine_host_ms": round(engine.engine_host_ms, 3),

@@ -8,7 +8,6 @@ and the turn's `close()` aborts the engine request.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Any
 
@@ -22,6 +21,7 @@ from turnspec.server.limits import too_many_connections
 from turnspec.server.session import Session
 from turnspec.server.transports.backpressure import send_within
 from turnspec.server.transports.openai_chat import ChunkWriter, completion_body, parse_chat_request
+from turnspec.server.transports.receipt import received_at, server_timing
 from turnspec.server.transports.ws_responses import ResponsesSocket
 from turnspec.server.turn import Turn
 from turnspec.server.wire import dumps, error_payload, parse_json_object, trace_from
@@ -80,11 +80,16 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 async def _models(request: web.Request) -> web.Response:
+    """The model list; also a load test's RTT probe, so it says how long the request was on
+    this host (kernel receipt -> answer; `Server-Timing`, W3C) for the client to subtract."""
+    _, received_perf = received_at(request.transport)
     hub = request.app[HUB_KEY]
     _checked(hub, request, "http")
-    return web.json_response({"object": "list", "data": [{
+    resp = web.json_response({"object": "list", "data": [{
         "id": hub.engine.model_name, "object": "model", "created": 0, "owned_by": "turnspec",
         "max_context": hub.engine.max_context}]})
+    resp.headers["Server-Timing"] = server_timing(received_perf)
+    return resp
 
 
 def _checked(hub: SessionHub, request: web.Request, transport: str) -> None:
@@ -96,7 +101,7 @@ def _checked(hub: SessionHub, request: web.Request, transport: str) -> None:
 
 
 async def _chat_completions(request: web.Request) -> web.StreamResponse:
-    received_unix_ms, received_perf = time.time() * 1000.0, time.perf_counter()
+    received_unix_ms, received_perf = received_at(request.transport)
     hub = request.app[HUB_KEY]
     _checked(hub, request, "http")
     try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -31,6 +30,7 @@ from turnspec.server.hub import SessionHub
 from turnspec.server.session import Session, TurnRequest, new_id
 from turnspec.server.timing import now_us
 from turnspec.server.transports.backpressure import send_within
+from turnspec.server.transports.receipt import received_at
 from turnspec.server.transports.responses_events import ResponseEmitter
 from turnspec.server.wire import (
     dumps,
@@ -121,7 +121,7 @@ class ResponsesSocket:
             await self._send(dumps(payload))
 
     async def _on_text(self, data: str) -> None:
-        received_unix_ms, received_perf = time.time() * 1000.0, time.perf_counter()
+        received_unix_ms, received_perf = received_at(self._transport)
         if len(data) > self.hub.config.max_message_bytes:
             await self._error(ApiError(
                 413, "invalid_request_error",
@@ -135,9 +135,11 @@ class ResponsesSocket:
                 await self._create(event, received_unix_ms, received_perf)
             elif kind == "response.cancel":
                 await self._cancel(event)
-            elif kind == "ping":  # for a client's RTT: answered at once, also mid-turn
+            elif kind == "ping":  # for a client's RTT: answered at once, also mid-turn;
+                # received_us (the ping's arrival) .. t_us is its time on this host
                 await self._send(dumps({"type": "pong", "event_id": event.get("event_id"),
-                                        "turnspec": {"t_us": now_us()}}))
+                                        "turnspec": {"received_us": round(received_unix_ms * 1e3),
+                                                     "t_us": now_us()}}))
             else:
                 raise invalid(f"type: expected 'response.create', 'response.cancel' or 'ping', "
                               f"got {kind!r}", param="type", code="unknown_event_type")

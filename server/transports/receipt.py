@@ -39,9 +39,10 @@ _LIVE: weakref.WeakValueDictionary[int, StampedSocket] = weakref.WeakValueDictio
 class StampedSocket(socket.socket):
     """A connection whose reads keep the kernel's receive stamp of the last bytes read."""
 
-    rx_unix_ns: int = 0  # 0 until a read brings a stamp
+    rx_unix_ns: int = 0  # 0 when the last read brought no stamp (never an older read's)
 
     def _note(self, ancillary: list[tuple[int, int, bytes]]) -> None:
+        self.rx_unix_ns = 0
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS \
                     and len(data) >= _TIMESPEC.size:

@@ -18,6 +18,8 @@ same tolerance they did before. Only fp32 on CPU; other dtypes/devices keep F.li
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -144,7 +146,19 @@ def cpu_has_native_bf16() -> bool:
             flags = next((line for line in f if line.startswith("flags")), "").split()
     except OSError:
         return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return ("avx512_bf16" in flags or "amx_bf16" in flags) and onednn_bf16_available()
+
+
+@functools.cache
+def onednn_bf16_available() -> bool:
+    """Whether oneDNN runs the prepacked bf16 linears on this CPU at all: it needs AVX512-BW,
+    -VL and -DQ or AVX-NE-CONVERT, and refuses the weight reorder without them (an AVX2-only
+    EPYC, say). `cpu_has_native_bf16()` implies it."""
+    try:
+        bf16_prepacked(torch.zeros(8, 8), 1)
+    except RuntimeError:
+        return False
+    return True
 
 
 def bf16_prepacked(weight: torch.Tensor, batch_hint: int) -> torch.Tensor:

@@ -19,11 +19,14 @@ from turnspec.engine.model.cpu_linear import (
     MklPackedLinear,
     gemm_plan,
     mkl_packed_available,
+    onednn_bf16_available,
     pack_bf16_linears,
     pack_linears,
 )
 
 pytestmark = pytest.mark.skipif(not mkl_packed_available(), reason="needs MKL")
+needs_onednn_bf16 = pytest.mark.skipif(
+    not onednn_bf16_available(), reason="oneDNN bf16 needs AVX512-BW/VL/DQ or AVX-NE-CONVERT")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -41,6 +44,7 @@ def test_packed_linear_matches_f_linear(backend: str, bias: bool, rows: int) -> 
     assert fast(x3).shape == (1, rows, 160)
 
 
+@needs_onednn_bf16
 def test_bf16_draft_head_takes_strided_input() -> None:
     w = torch.randn(500, 64)
     head = Bf16DraftHead(w)
@@ -51,6 +55,7 @@ def test_bf16_draft_head_takes_strided_input() -> None:
     torch.testing.assert_close(out, ref.float())
 
 
+@needs_onednn_bf16
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("rows", [1, 7, 64])
 def test_bf16_packed_linear_matches_bf16_f_linear(bias: bool, rows: int) -> None:
@@ -65,6 +70,7 @@ def test_bf16_packed_linear_matches_bf16_f_linear(bias: bool, rows: int) -> None
     assert [n for n, _ in fast.named_buffers()] == ["packed"] and not list(fast.parameters())
 
 
+@needs_onednn_bf16
 def test_pack_bf16_linears_swaps_only_bf16_linears() -> None:
     model = nn.Sequential(nn.Linear(8, 8).bfloat16(), nn.Linear(8, 8), nn.LayerNorm(8))
     assert pack_bf16_linears(model) == 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import struct
 import time
@@ -111,8 +112,10 @@ def stamping_listeners(host: str, port: int, backlog: int = 128) -> list[Stampin
     return socks
 
 
+@functools.cache
 def kernel_stamps_available() -> bool:
-    """Whether this platform stamps received TCP bytes (checked on a loopback pair)."""
+    """Whether this platform stamps received TCP bytes (checked once, on a loopback pair: every
+    server start and test module asks)."""
     try:
         with stamping_listeners("127.0.0.1", 0)[0] as lst:
             lst.setblocking(True)

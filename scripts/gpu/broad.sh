@@ -5,8 +5,9 @@
 #                                     # answers to them; beside it, fresh tool-workload answers
 #                                     # and the independent eval set
 #   bash scripts/gpu/broad.sh data-local  # the same through six embedded-engine processes
-#   bash scripts/gpu/broad.sh train   # (~9 min) four arms at once on the one GPU, each with the
-#                                     # same wall-clock budget (TRAIN_S, default 360 s):
+#   bash scripts/gpu/broad.sh train   # the arms one after another, each alone on the GPU for
+#                                     # the same budget (TRAIN_S, default 360 s; the step takes
+#                                     # ~(TRAIN_S + 40) per arm, then ~150 s of evals):
 #     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
 #     broad   the default drafter, half on the broad data, then half on the tool data
 #     mix     the default drafter on the broad and tool data shuffled together (ARMS to pick it)
@@ -81,26 +82,33 @@ train)
     ts speculator train $common --data $R/data-tools --out $R/$name --layers "$layers" \
       --init-from $R/$name-1/drafter --lr "$lr2" --time-budget $H > $R/train-$name-2.txt 2>&1
   }
+  # One arm at a time: batch-64 steps reserve 55-115 GiB each, so arms side by side ran the GPU
+  # out of memory (2026-12-03: today and mix died at their first step) and the survivor got the
+  # whole GPU; one after another, each arm has the GPU alone for exactly TRAIN_S.
+  failed=""
   for a in $ARMS; do
     case $a in
     today) ts speculator train $common --data $R/data-tools --out $R/today --layers 4 \
-             --init-from "$D" --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 & ;;
-    broad) arm broad 4 "$D" 3e-4 1.5e-4 & ;;
+             --init-from "$D" --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 ;;
+    broad) arm broad 4 "$D" 3e-4 1.5e-4 ;;
     mix) mkdir -p $R/data-mix && cp $R/data-tools/meta.json $R/data-mix/ &&   # both sets at once
          cat $R/data-broad/samples.jsonl $R/data-tools/samples.jsonl > $R/data-mix/samples.jsonl
          ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "$D" \
-           --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 & ;;
-    scratch4) arm scratch4 4 "" 6e-4 3e-4 & ;;
-    scratch5) arm scratch5 5 "" 6e-4 3e-4 & ;;
+           --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
+    scratch4) arm scratch4 4 "" 6e-4 3e-4 ;;
+    scratch5) arm scratch5 5 "" 6e-4 3e-4 ;;
+    *) echo "unknown arm $a: expected today, broad, mix, scratch4 or scratch5" >&2; exit 2 ;;
     esac
+    if [ -f $R/$a/drafter/model.safetensors ]; then echo "$a trained after ${SECONDS}s"
+    else failed="$failed $a"; echo "ARM FAILED: $a (no $R/$a/drafter); its logs end:" >&2
+      for f in $R/train-$a*.txt; do tail -n 3 "$f" | cut -c1-400 >&2; done; fi
   done
-  wait
-  echo "trained after ${SECONDS}s"; tail -n 1 $R/train-*.txt
+  tail -n 1 $R/train-*.txt
   sets="--data $R/data-tools --data $R/data-broad"; js=tools
   [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset tools"
   for a in default $ARMS; do
     d=$R/$a/drafter; [ $a = default ] && d=$D
-    [ $a = default ] || [ -d "$d" ] || { echo "$a: no drafter"; continue; }
+    [ $a = default ] || [ -f "$d/model.safetensors" ] || continue   # reported above
     # shellcheck disable=SC2046  # one --json per --data, in order
     ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 \
       --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
@@ -111,6 +119,7 @@ train)
   for a in default $ARMS; do echo "== $a"; grep -v '^{' $R/eval-$a.txt | tail -n 14; done
   tar czf "$OUT/broad-train.tgz" -C $R $(cd $R && ls tau-*.json train-*.txt eval-*.txt \
     */metrics.json 2>/dev/null)
+  [ -z "$failed" ] || { echo "arms that failed:$failed" >&2; exit 1; }
   ;;
 fetch)  # fetch ARM: that arm's exported drafter, its weights in 15 MB parts (a file comes back
         # only under 16 MiB): cat model.safetensors.part_* > model.safetensors here

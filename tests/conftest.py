@@ -12,6 +12,11 @@ import pytest
 
 # Triton kernels run on CPU through the interpreter in tests (fp32 only; see STYLE.md).
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# Under pytest-xdist (`make test`: two workers), one torch thread per worker: two workers of two
+# threads each on a 2-core box oversubscribe the cores, and these small-model tests ran as fast
+# on one thread (set before any test module imports torch; servers the tests start inherit it).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")

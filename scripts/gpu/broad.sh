@@ -85,6 +85,8 @@ train)
   # One arm at a time: batch-64 steps reserve 55-115 GiB each, so arms side by side ran the GPU
   # out of memory (2026-12-03: today and mix died at their first step) and the survivor got the
   # whole GPU; one after another, each arm has the GPU alone for exactly TRAIN_S.
+  for a in $ARMS; do case $a in today|broad|mix|scratch4|scratch5) ;; *)
+    echo "unknown arm $a: expected today, broad, mix, scratch4 or scratch5" >&2; exit 2 ;; esac; done
   failed=""
   for a in $ARMS; do
     case $a in
@@ -97,7 +99,6 @@ train)
            --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
     scratch4) arm scratch4 4 "" 6e-4 3e-4 ;;
     scratch5) arm scratch5 5 "" 6e-4 3e-4 ;;
-    *) echo "unknown arm $a: expected today, broad, mix, scratch4 or scratch5" >&2; exit 2 ;;
     esac
     if [ -f $R/$a/drafter/model.safetensors ]; then echo "$a trained after ${SECONDS}s"
     else failed="$failed $a"; echo "ARM FAILED: $a (no $R/$a/drafter); its logs end:" >&2

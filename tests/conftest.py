@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import turnspec  # noqa: F401  first: puts the checkout's root after installed packages on sys.path
+
 # Triton kernels run on CPU through the interpreter in tests (fp32 only; see STYLE.md).
 os.environ.setdefault("TRITON_INTERPRET", "1")
 # Under pytest-xdist (`make test`: two workers), one torch thread per worker: two workers of two

@@ -12,6 +12,26 @@ import pytest
 
 import turnspec  # noqa: F401  first: puts the checkout's root after installed packages on sys.path
 
+
+def _import_installed_kernels() -> None:
+    """Import PyPI's `kernels` (a transformers >= 5.25 dependency) now, from the installed
+    packages: pytest puts the checkout's root back first on sys.path before each test module, where
+    `import kernels` would find our kernels/ (see turnspec/__init__.py)."""
+    import importlib.util
+    import sys
+
+    root = os.path.dirname(os.path.abspath(turnspec.__file__))
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != root]
+    try:
+        if importlib.util.find_spec("kernels") is not None:
+            importlib.import_module("kernels")
+    finally:
+        sys.path[:] = saved
+
+
+_import_installed_kernels()
+
 # Triton kernels run on CPU through the interpreter in tests (fp32 only; see STYLE.md).
 os.environ.setdefault("TRITON_INTERPRET", "1")
 # Under pytest-xdist (`make test`: two workers), one torch thread per worker: two workers of two

@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 # with its modeling code; from the root, `import kernels` found kernels/ instead and failed
 # ("cannot import name 'CUDAProperties' from 'kernels'"). Installed packages go first; the root
 # stays last, for what only it holds (the tests' `tests.*` helpers).
-_ROOT = _os.path.dirname(_os.path.abspath(__file__))
-_AT_ROOT = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) == _ROOT]
+_ROOT = _os.path.dirname(_os.path.realpath(__file__))   # real: /tmp/ts/turnspec links here on the GPU
+_AT_ROOT = [p for p in _sys.path if _os.path.realpath(p or _os.curdir) == _ROOT]
 if _AT_ROOT:
     _sys.path[:] = [p for p in _sys.path if p not in _AT_ROOT] + _AT_ROOT

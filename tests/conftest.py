@@ -20,9 +20,9 @@ def _import_installed_kernels() -> None:
     import importlib.util
     import sys
 
-    root = os.path.dirname(os.path.abspath(turnspec.__file__))
+    root = os.path.dirname(os.path.realpath(turnspec.__file__))
     saved = sys.path[:]
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != root]
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != root]
     try:
         if importlib.util.find_spec("kernels") is not None:
             importlib.import_module("kernels")

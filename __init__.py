@@ -12,6 +12,13 @@ __version__ = "0.1.0"
 # ("cannot import name 'CUDAProperties' from 'kernels'"). Installed packages go first; the root
 # stays last, for what only it holds (the tests' `tests.*` helpers).
 _ROOT = _os.path.dirname(_os.path.realpath(__file__))   # real: /tmp/ts/turnspec links here on the GPU
-_AT_ROOT = [p for p in _sys.path if _os.path.realpath(p or _os.curdir) == _ROOT]
+
+
+def _is_root(entry: str) -> bool:
+    """Whether a sys.path entry ('' is the working directory) is the checkout's root."""
+    return _os.path.realpath(entry or _os.curdir) == _ROOT
+
+
+_AT_ROOT = [p for p in _sys.path if _is_root(p)]
 if _AT_ROOT:
     _sys.path[:] = [p for p in _sys.path if p not in _AT_ROOT] + _AT_ROOT

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import turnspec  # noqa: F401  first: puts the checkout's root after installed packages on sys.path
+import turnspec  # first: puts the checkout's root after installed packages on sys.path
 
 
 def _import_installed_kernels() -> None:
@@ -20,9 +20,8 @@ def _import_installed_kernels() -> None:
     import importlib.util
     import sys
 
-    root = os.path.dirname(os.path.realpath(turnspec.__file__))
     saved = sys.path[:]
-    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != root]
+    sys.path[:] = [p for p in sys.path if not turnspec._is_root(p)]
     try:
         if importlib.util.find_spec("kernels") is not None:
             importlib.import_module("kernels")

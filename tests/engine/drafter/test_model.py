@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 import torch
 
+from tests.engine.model.test_cpu_linear import needs_onednn_bf16
 from turnspec.engine.drafter.config import DFlashConfig
 from turnspec.engine.drafter.model import DFlashDrafter, apply_rope, rope_cos_sin
 
@@ -96,11 +96,9 @@ def test_rope_rotate_half_matches_complex_rotation():
                                                    torch.float64)), x)
 
 
+@needs_onednn_bf16
 def test_dtype_is_read_off_the_norms_so_packed_linears_do_not_hide_it() -> None:
-    from turnspec.engine.model.cpu_linear import onednn_bf16_available, pack_bf16_linears
-
-    if not onednn_bf16_available():
-        pytest.skip("oneDNN bf16 needs AVX512-BW/VL/DQ or AVX-NE-CONVERT")
+    from turnspec.engine.model.cpu_linear import pack_bf16_linears
 
     d = DFlashDrafter(CFG).to(torch.bfloat16)
     assert d.dtype == torch.bfloat16 and DFlashDrafter(CFG).dtype == torch.float32

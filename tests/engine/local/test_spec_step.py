@@ -10,10 +10,10 @@ import pytest
 import torch
 from scipy import stats as scipy_stats
 
+from tests.engine.model.test_cpu_linear import needs_onednn_bf16
 from tests.engine.tiny import make_drafter, make_target, make_tokenizer
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
-from turnspec.engine.model.cpu_linear import onednn_bf16_available
 from turnspec.engine.protocol import GenerateRequest, SamplingParams
 
 
@@ -182,11 +182,7 @@ def test_sampled_speculation_has_target_distribution(tmp_path: Path, lookup: boo
     assert tv < 0.06
 
 
-@pytest.mark.parametrize("native_bf16", [
-    pytest.param(True, marks=pytest.mark.skipif(
-        not onednn_bf16_available(),
-        reason="oneDNN bf16 needs AVX512-BW/VL/DQ or AVX-NE-CONVERT")),
-    False])
+@pytest.mark.parametrize("native_bf16", [pytest.param(True, marks=needs_onednn_bf16), False])
 def test_bf16_draft_head_keeps_greedy_identical(tmp_path: Path, monkeypatch, native_bf16: bool) -> None:
     """fp32 on CPU: with native bf16 the drafter runs in bf16 (its context rows and a bf16 copy
     of the LM head too); the target still verifies in fp32, so output equals plain greedy."""

@@ -141,6 +141,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--init-from", default=None, metavar="DRAFTER",
                    help="start from an exported drafter's weights (a folder, or 'default'); "
                         "its config must match --layers/--block-size/--taps/--mask-token-id")
+    t.add_argument("--grow-layers", action="store_true",
+                   help="--init-from may have fewer layers than --layers: the added layers start "
+                        "as identity (zero output projections)")
     t.add_argument("--soft-weight", type=float, default=0.0,
                    help="weight w of the soft-label loss: (1-w) CE on the target's token + w CE "
                         "on the target's top-k distribution at that position (distillation; "
@@ -245,7 +248,8 @@ def run_train(args: argparse.Namespace) -> int:
         ckpt_every=args.ckpt_every, export_dtype=args.export_dtype, device=args.device,
         seed=args.seed, resume=not args.no_resume, progress=not args.no_progress,
         train_sources=tuple(args.train_sources.split(",")) if args.train_sources else None,
-        init_from=args.init_from, soft_weight=args.soft_weight, soft_topk=args.soft_topk,
+        init_from=args.init_from, grow_layers=args.grow_layers,
+        soft_weight=args.soft_weight, soft_topk=args.soft_topk,
         load_workers=args.load_workers, width_multiple=args.width_multiple)
     m = train(cfg)
     print(json.dumps({"tau": m["tau"], "steps": m["steps"], "train_seconds": m["train_seconds"],

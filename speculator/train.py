@@ -55,19 +55,41 @@ def train(cfg: TrainConfig) -> dict:
     return run.finish()
 
 
-def warm_start(drafter: DFlashDrafter, source: str | Path) -> None:
+# the config keys that differ between a drafter and the same drafter with more layers
+_DEPTH_KEYS = {"num_hidden_layers", "layer_types", "max_window_layers"}
+
+
+def warm_start(drafter: DFlashDrafter, source: str | Path, grow: bool = False) -> None:
     """Copy an exported drafter's weights (a folder, or "default") into `drafter`, so a new
     run continues from it (e.g. across GPU sessions: the export is 32 MB, the optimizer state
-    of a checkpoint ~190 MB). Its config must match: same shapes, taps, block and MASK."""
+    of a checkpoint ~190 MB). Its config must match: same shapes, taps, block and MASK.
+
+    grow: `drafter` may have more layers than the source. The source's layers fill the first
+    ones; each added layer keeps its random weights except its two output projections (attention
+    o_proj, MLP down_proj), which start at zero, so the added layers add nothing to the residual
+    stream and the grown drafter starts as the source's function (a deeper drafter compared with
+    today's at equal GPU time, not from random weights)."""
     src = load_drafter(source, device="cpu", dtype=torch.float32)
     want, got = drafter.config.to_hf_dict(), src.config.to_hf_dict()
     diff = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+    n_src, n_new = len(src.layers), len(drafter.layers)
+    if grow and n_src > n_new:
+        raise ValueError(f"--init-from {source} --grow-layers: the source has {n_src} layers, "
+                         f"this run {n_new}; expected --layers >= {n_src}")
+    if grow:
+        diff = [k for k in diff if k not in _DEPTH_KEYS]
     if diff:
         raise ValueError(f"--init-from {source}: its config differs from this run's in "
                          f"{diff} ({ {k: got.get(k) for k in diff} } vs "
                          f"{ {k: want.get(k) for k in diff} }); pass matching --layers, "
-                         "--block-size, --taps, --mask-token-id")
-    drafter.load_state_dict(src.state_dict())  # copies into the run's device and dtype
+                         "--block-size, --taps, --mask-token-id"
+                         + ("" if grow else " (or --grow-layers for more layers)"))
+    missing, unexpected = drafter.load_state_dict(src.state_dict(), strict=not grow)
+    assert not unexpected and all(k.startswith("layers.") for k in missing), (missing, unexpected)
+    with torch.no_grad():
+        for layer in drafter.layers[n_src:]:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
 
 
 def fit_total(step: int, elapsed_s: float, budget_s: float, per_step_s: float,
@@ -125,8 +147,9 @@ class _Run:
             self.state = load_checkpoint(self.ckpt, self.drafter, self.opt, self.dev_gen, dcfg)
             self.log(f"resumed at step {self.state['step']}/{self.state['total']}")
         elif cfg.init_from is not None:
-            warm_start(self.drafter, cfg.init_from)
-            self.log(f"weights from {cfg.init_from} (fresh optimizer and schedule)")
+            warm_start(self.drafter, cfg.init_from, grow=cfg.grow_layers)
+            self.log(f"weights from {cfg.init_from} (fresh optimizer and schedule"
+                     f"{'; added layers start as identity' if cfg.grow_layers else ''})")
         self.decay = decay_weights(dcfg.block_size, cfg.gamma or default_gamma(dcfg.block_size),
                                    self.device)
         self.step_spec = StepSpec(anchors=cfg.anchors, block_size=dcfg.block_size,

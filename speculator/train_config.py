@@ -43,6 +43,7 @@ class TrainConfig:
     progress: bool = True
     train_sources: tuple[str, ...] | None = None  # e.g. ("generic",): train on these sources only
     init_from: str | None = None         # exported drafter folder or "default": warm start
+    grow_layers: bool = False            # init_from may have fewer layers (train.warm_start)
     soft_weight: float = 0.0             # loss = (1-w) CE(token) + w CE(target's top-k dist.)
     soft_topk: int = 8                   # tokens kept of the target's distribution
     load_workers: int | None = None      # processes parsing the data (None: by its size)
@@ -63,6 +64,8 @@ class TrainConfig:
         if self.load_workers is not None and self.load_workers < 1:
             raise ValueError(f"TrainConfig.load_workers: expected >= 1 or None (by the data's "
                              f"size), got {self.load_workers}")
+        if self.grow_layers and self.init_from is None:
+            raise ValueError("TrainConfig.grow_layers: expected init_from (the drafter to grow)")
         if self.export_dtype not in EXPORT_DTYPES:
             raise ValueError(f"TrainConfig.export_dtype={self.export_dtype!r}: expected one of "
                              f"{sorted(EXPORT_DTYPES)}")

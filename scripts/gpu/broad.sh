@@ -11,6 +11,8 @@
 #     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
 #     broad   the default drafter, half on the broad data, then half on the tool data
 #     mix     the default drafter on the broad and tool data shuffled together (ARMS to pick it)
+#     grow5   the default drafter grown to 5 layers (the added one starts as identity:
+#             --grow-layers), then today's recipe
 #     scratch4 / scratch5  4 / 5 layers from random weights, half broad then half tool
 #   then every arm and the default drafter scored on the independent set (voice, generic), the
 #   fresh tool turns held out (in-distribution) and the broad turns held out, at B=16 and 8.
@@ -85,8 +87,8 @@ train)
   # One arm at a time: batch-64 steps reserve 55-115 GiB each, so arms side by side ran the GPU
   # out of memory (2026-12-03: today and mix died at their first step) and the survivor got the
   # whole GPU; one after another, each arm has the GPU alone for exactly TRAIN_S.
-  for a in $ARMS; do case $a in today|broad|mix|scratch4|scratch5) ;; *)
-    echo "unknown arm $a: expected today, broad, mix, scratch4 or scratch5" >&2; exit 2 ;; esac; done
+  for a in $ARMS; do case $a in today|broad|mix|grow5|scratch4|scratch5) ;; *)
+    echo "unknown arm $a: expected today, broad, mix, grow5, scratch4 or scratch5" >&2; exit 2 ;; esac; done
   failed=""
   for a in $ARMS; do
     case $a in
@@ -97,6 +99,8 @@ train)
          cat $R/data-broad/samples.jsonl $R/data-tools/samples.jsonl > $R/data-mix/samples.jsonl
          ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "$D" \
            --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
+    grow5) ts speculator train $common --data $R/data-tools --out $R/grow5 --layers 5 \
+             --init-from "$D" --grow-layers --lr 1.5e-4 --time-budget $T > $R/train-grow5.txt 2>&1 ;;
     scratch4) arm scratch4 4 "" 6e-4 3e-4 ;;
     scratch5) arm scratch5 5 "" 6e-4 3e-4 ;;
     esac

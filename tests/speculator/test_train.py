@@ -217,6 +217,30 @@ def test_init_from_an_exported_drafter(trained, tiny_data, tiny_target_dir, tmp_
                    num_layers=2, max_steps=1))
 
 
+def test_grow_layers_starts_as_the_source(trained, tiny_data, tiny_target_dir, tmp_path):
+    """--grow-layers: a 1-layer export grown to 2 layers starts as the same function (same
+    held-out tau after a step at lr ~0): the first layer is the source's, the added one's output
+    projections are zero; a source deeper than the run, or growing with no source, is refused."""
+    src_dir = trained[0] / "drafter"
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path / "grown", init_from=str(src_dir),
+                   grow_layers=True, num_layers=2, max_steps=1, lr=1e-12, weight_decay=0.0,
+                   log_every=1))
+    src, grown = load_drafter(src_dir), load_drafter(tmp_path / "grown" / "drafter")
+    assert len(grown.layers) == 2
+    for name, x in src.state_dict().items():
+        assert torch.allclose(x, grown.state_dict()[name], rtol=1e-2, atol=1e-6), name
+    added = grown.layers[1]
+    assert not added.self_attn.o_proj.weight.abs().max() > 1e-6
+    assert not added.mlp.down_proj.weight.abs().max() > 1e-6
+    assert added.mlp.up_proj.weight.abs().max() > 1e-3          # the rest keeps its random init
+    assert m["tau"]["tools-heldout"] == pytest.approx(trained[1]["tau"]["tools-heldout"], rel=0.02)
+    with pytest.raises(ValueError, match="expected --layers >= 2"):
+        train(_cfg(tiny_data, tiny_target_dir, tmp_path / "shrink", num_layers=1, max_steps=1,
+                   init_from=str(tmp_path / "grown" / "drafter"), grow_layers=True))
+    with pytest.raises(ValueError, match="grow_layers: expected init_from"):
+        _cfg(tiny_data, tiny_target_dir, tmp_path / "none", grow_layers=True)
+
+
 def test_eval_sets_score_each_set_and_refuse_one_with_nothing_held_out(trained, tiny_data,
                                                                         tiny_target_dir, tmp_path):
     """`speculator eval` over sets: each set's held-out splits at each block size, JSON per set;

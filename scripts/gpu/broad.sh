@@ -123,7 +123,7 @@ train)
   echo "scored after ${SECONDS}s"
   for a in default $ARMS; do echo "== $a"; grep -v '^{' $R/eval-$a.txt | tail -n 14; done
   tar czf "$OUT/broad-train.tgz" -C $R $(cd $R && ls tau-*.json train-*.txt eval-*.txt \
-    */metrics.json 2>/dev/null)
+    */metrics.json evalset/samples.jsonl 2>/dev/null)   # the eval set's answers: per-turn tau
   [ -z "$failed" ] || { echo "arms that failed:$failed" >&2; exit 1; }
   ;;
 fetch)  # fetch ARM: that arm's exported drafter, its weights in 15 MB parts (a file comes back

@@ -64,3 +64,16 @@ def test_rows_split_by_kind_and_refused_out_of_order(smollm2_dir, tmp_path):
     (tmp_path / "tau.json").write_text(json.dumps(tau))
     out = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert out.returncode != 0 and "not in this order" in out.stderr
+
+
+def test_probe_answers_generator_turns_and_counts_them(smollm2_dir):
+    """scripts/analysis/answer_kinds_probe.py on the real model: every answered turn is counted
+    under one kind."""
+    out = subprocess.run([sys.executable, str(ROOT / "scripts/analysis/answer_kinds_probe.py"),
+                          "--prompts", "3", "--max-new-tokens", "6", "--model", str(smollm2_dir),
+                          "--threads", "1"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("3 held-out tool turns")
+    counted = [line.split() for line in lines[1:] if not line.strip().startswith("e.g.")]
+    assert sum(int(parts[-2]) for parts in counted) == 3

@@ -41,6 +41,13 @@ class TauResult:
         return asdict(self)
 
 
+def replay_order(samples: list[Sample], max_len: int = 2048) -> list[Sample]:
+    """The samples a replay scores, in the order of its rows (`TauResult.rows`): those with a
+    response token to draft within max_len, shortest first (a stable sort)."""
+    seqs = [s for s in samples if s.prompt_len < min(len(s.input_ids), max_len) - 1]
+    return sorted(seqs, key=lambda s: len(s.input_ids))
+
+
 @torch.no_grad()
 def evaluate_tau(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample], *,
                  block_size: int | None = None, batch_size: int = 32,
@@ -65,8 +72,7 @@ def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: l
         if not 2 <= blk <= drafter.config.block_size:
             raise ValueError(f"block_size={blk}: expected 2..{drafter.config.block_size} "
                              "(serve at or below the trained block size)")
-    seqs = [s for s in samples if s.prompt_len < min(len(s.input_ids), max_len) - 1]
-    seqs.sort(key=lambda s: len(s.input_ids))
+    seqs = replay_order(samples, max_len)
     hist = {b: torch.zeros(b, dtype=torch.long, device=target.device) for b in blocks}
     row_tokens: dict[int, list[int]] = {b: [] for b in blocks}
     row_steps: dict[int, list[int]] = {b: [] for b in blocks}

@@ -7,7 +7,7 @@ usage: python scripts/analysis/tau_by_answer_kind.py SAMPLES.jsonl TAU.json [TAU
 SAMPLES.jsonl is the data `speculator eval --data` read (e.g. the eval set's answers from
 `scripts/gpu/broad.sh train`, `evalset/samples.jsonl` in broad-train.tgz), TAU.json what its
 `--json` wrote. The JSON's per-turn rows carry no ids, so this rebuilds their order as
-`speculator eval` makes it (eval_splits' spread, then tau's filter and sort by length) and
+`speculator eval` makes it (eval_splits' spread, then tau.replay_order) and
 refuses to go on unless every row's token count matches its turn's answer.
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from turnspec.engine.chat import ChatTemplate
 from turnspec.engine.local.args import resolve_model_dir
 from turnspec.speculator.data import Sample, read_samples
+from turnspec.speculator.tau import replay_order
 from turnspec.speculator.train_io import eval_splits
 
 CALLING = re.compile(r"<tool_call>|call the function|function_name|\"type\": ?\"function\"")
@@ -39,12 +40,11 @@ def answer_kind(answer: str) -> str:
 
 
 def ordered(samples: list[Sample], split: str, n: int, max_len: int = 2048) -> list[Sample]:
-    """The turns of `split` in the order of `speculator eval`'s rows (speculator/tau.py)."""
+    """The turns of `split` in the order of `speculator eval`'s rows."""
     splits = eval_splits(samples, n)
     if split not in splits:
         raise SystemExit(f"split {split!r}: not in these samples; expected one of {sorted(splits)}")
-    seqs = [s for s in splits[split] if s.prompt_len < min(len(s.input_ids), max_len) - 1]
-    return sorted(seqs, key=lambda s: len(s.input_ids))
+    return replay_order(splits[split], max_len)
 
 
 def main() -> int:

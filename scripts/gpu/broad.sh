@@ -5,6 +5,7 @@
 #                                     # answers to them; beside it, fresh tool-workload answers
 #                                     # and the independent eval set
 #   bash scripts/gpu/broad.sh data-local  # the same through six embedded-engine processes
+#   bash scripts/gpu/broad.sh all     # data-local, then train, in one detached step
 #   bash scripts/gpu/broad.sh train   # the arms one after another, each alone on the GPU for
 #                                     # the same budget (TRAIN_S, default 360 s; the step takes
 #                                     # ~(TRAIN_S + 40) per arm, then ~150 s of evals):
@@ -126,6 +127,9 @@ train)
     */metrics.json evalset/samples.jsonl 2>/dev/null)   # the eval set's answers: per-turn tau
   [ -z "$failed" ] || { echo "arms that failed:$failed" >&2; exit 1; }
   ;;
+all)  # data-local, then train at once: no call between them, so no idle gap to lose the machine in
+  bash scripts/gpu/broad.sh data-local && bash scripts/gpu/broad.sh train
+  ;;
 fetch)  # fetch ARM: that arm's exported drafter, its weights in 15 MB parts (a file comes back
         # only under 16 MiB): cat model.safetensors.part_* > model.safetensors here
   a=${2:?usage: bash scripts/gpu/broad.sh fetch ARM}
@@ -149,6 +153,6 @@ wait)  # wait STEP SECONDS: until STEP.done or SECONDS pass; then its log's tail
   cp $R/out-$s/* "$OUT"/ 2>/dev/null
   [ -f $R/$s.done ] && echo "$s done" || echo "$s still running after $(( $(date +%s) - t0 )) s"
   ;;
-*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|fetch ARM|bg STEP|wait STEP S" >&2; exit 2 ;;
+*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|all|fetch ARM|bg STEP|wait STEP S" >&2; exit 2 ;;
 esac
 ls -la "$OUT"

@@ -88,9 +88,23 @@ train)
   # One arm at a time: batch-64 steps reserve 55-115 GiB each, so arms side by side ran the GPU
   # out of memory (2026-12-03: today and mix died at their first step) and the survivor got the
   # whole GPU; one after another, each arm has the GPU alone for exactly TRAIN_S.
+  sets="--data $R/data-tools --data $R/data-broad"; js=tools
+  [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset tools"
+  score() {  # score NAME DRAFTER: every split at B=16 and 8, one arm alone on the GPU. Its
+             # numbers go to $OUT at once, so each `wait` brings back the arms done so far and a
+             # machine lost later (2026-12-03: twice, both times with every arm) keeps them.
+    local a=$1 d=$2
+    # shellcheck disable=SC2046  # one --json per --data, in order
+    ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 \
+      --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
+      > $R/eval-$a.txt 2>&1
+    echo "== $a scored after ${SECONDS}s"; grep -v '^{' $R/eval-$a.txt | tail -n 14
+    keep $R/tau-$a-*.json $R/eval-$a.txt
+  }
   for a in $ARMS; do case $a in today|broad|mix|grow5|scratch4|scratch5) ;; *)
     echo "unknown arm $a: expected today, broad, mix, grow5, scratch4 or scratch5" >&2; exit 2 ;; esac; done
   failed=""
+  score default "$D"; cp $R/evalset/samples.jsonl "$OUT/evalset-samples.jsonl" 2>/dev/null
   for a in $ARMS; do
     case $a in
     today) ts speculator train $common --data $R/data-tools --out $R/today --layers 4 \
@@ -106,23 +120,11 @@ train)
     scratch5) arm scratch5 5 "" 6e-4 3e-4 ;;
     esac
     if [ -f $R/$a/drafter/model.safetensors ]; then echo "$a trained after ${SECONDS}s"
+      cp $R/$a/metrics.json "$OUT/metrics-$a.json" 2>/dev/null; score $a $R/$a/drafter
     else failed="$failed $a"; echo "ARM FAILED: $a (no $R/$a/drafter); its logs end:" >&2
       for f in $R/train-$a*.txt; do tail -n 3 "$f" | cut -c1-400 >&2; done; fi
   done
   tail -n 1 $R/train-*.txt
-  sets="--data $R/data-tools --data $R/data-broad"; js=tools
-  [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset tools"
-  for a in default $ARMS; do
-    d=$R/$a/drafter; [ $a = default ] && d=$D
-    [ $a = default ] || [ -f "$d/model.safetensors" ] || continue   # reported above
-    # shellcheck disable=SC2046  # one --json per --data, in order
-    ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 \
-      --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
-      > $R/eval-$a.txt 2>&1 &
-  done
-  wait
-  echo "scored after ${SECONDS}s"
-  for a in default $ARMS; do echo "== $a"; grep -v '^{' $R/eval-$a.txt | tail -n 14; done
   tar czf "$OUT/broad-train.tgz" -C $R $(cd $R && ls tau-*.json train-*.txt eval-*.txt \
     */metrics.json evalset/samples.jsonl 2>/dev/null)   # the eval set's answers: per-turn tau
   [ -z "$failed" ] || { echo "arms that failed:$failed" >&2; exit 1; }

@@ -10,7 +10,8 @@ Modes:
     required    one call of any tool (or, with parallel_tool_calls and a format that has a call
                 separator, one or more calls joined by it), then the stop token.
     auto        tagged formats (Hermes): free text that never contains the call tag, optionally
-                followed by call(s); whole-message formats (Llama-3 JSON): a call, or text whose
+                followed by call(s); free text that reaches fmt.call_trigger (Hermes: `<tool_`,
+                so also a tool result's tag) must go on as a call; whole-message formats (Llama-3 JSON): a call, or text whose
                 first non-space character cannot start a call ('{' or '<').
     none        no grammar (see GrammarCompiler.matcher).
 The stop token is allowed only where the grammar is complete: nowhere inside a call.
@@ -151,7 +152,7 @@ def build_structural_tag(
         return {"type": "structural_tag", "format": calls}
     if fmt.call_open is not None:  # auto, calls are tagged inside free text
         body = {
-            "type": "triggered_tags", "triggers": [fmt.call_open], "tags": tags,
+            "type": "triggered_tags", "triggers": [fmt.call_trigger or fmt.call_open], "tags": tags,
             "at_least_one": False, "stop_after_first": not parallel,
         }
         return {"type": "structural_tag", "format": body}

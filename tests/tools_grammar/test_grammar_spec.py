@@ -79,6 +79,19 @@ def test_auto_is_text_or_a_call_never_both_orders() -> None:
     assert not accepts(LLAMA, auto, "<|python_tag|>x")
 
 
+def test_auto_turns_a_tool_tag_into_a_call() -> None:
+    # SmolLM2 answered half the hand-written voice turns with a tool result it made up. In auto
+    # mode free text that reaches `<tool_` must go on as a call: no result tag, nor a near one.
+    auto = ToolChoice("auto")
+    weather = call(HERMES, "get_weather", {"city": "Oslo"})
+    for invented in ('<tool_response>\n{"city":"Oslo","sky":"sunny"}\n</tool_response>',
+                     '<tool_response]\n{"sky":"sunny"}', "One moment. <tool_result>sunny"):
+        assert not accepts(HERMES, auto, invented)
+    assert accepts(HERMES, auto, "Checking. " + weather)
+    assert accepts(HERMES, auto, "The tool_response comes later, and a <tool is a tag.")
+    assert build_structural_tag(TOOLS, auto, HERMES)["format"]["triggers"] == ["<tool_"]
+
+
 def test_length_limited_strings_are_valid_json() -> None:
     """xgrammar 0.2.9 lets raw control characters into maxLength strings; we patch that."""
     required = ToolChoice("required")

@@ -51,6 +51,9 @@ class ToolCallFormat(Protocol):
     call_open: str | None  # tag that starts a call inside free text; None: the call is the whole message
     call_close: str | None  # tag that ends a call (None when call_open is None)
     call_separator: str | None  # between parallel calls; None: at most one call per message
+    # auto mode: free text that reaches this must go on as a call (a prefix of call_open;
+    # None: call_open itself)
+    call_trigger: str | None
     arguments_keys: tuple[str, ...]  # JSON keys that hold the arguments object, preferred first
     call_suffix: str  # forced text after the arguments object
 
@@ -70,6 +73,7 @@ class JsonCallFormat:
     call_open: str | None = None
     call_close: str | None = None
     call_separator: str | None = None
+    call_trigger: str | None = None
     arguments_keys: tuple[str, ...] = ("arguments",)
 
     @property

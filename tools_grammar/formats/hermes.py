@@ -21,6 +21,10 @@ class HermesFormat(JsonCallFormat):
     call_open: str | None = "<tool_call>"
     call_close: str | None = "</tool_call>"
     call_separator: str | None = "\n"
+    # `<tool_`, the prefix its call and result tags share: a small model that starts to write
+    # a tool result in its own turn (SmolLM2 did on half the hand-written voice turns, with
+    # made-up values a voice pipeline would speak) is steered into the call instead.
+    call_trigger: str | None = "<tool_"
     arguments_keys: tuple[str, ...] = ("arguments", "parameters")
 
     def render_tools_prompt(self, tools: list[ToolSpec]) -> str:

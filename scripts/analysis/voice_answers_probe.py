@@ -1,0 +1,102 @@
+"""What running servers answer on the hand-written voice turns, by kind, side by side.
+
+usage: python scripts/analysis/voice_answers_probe.py --server NAME=URL [--server NAME=URL ...]
+           [--turns 80] [--concurrency 8] [--max-tokens 96] [--json OUT]
+
+Each assistant turn of speculator/eval/voice.jsonl (a spread of --turns of them) is sent with
+the messages before it and the call's tools, tool_choice "auto", temperature 0, through the
+OpenAI SDK to every server in turn. An answer is counted as a tool call when the server returns
+`tool_calls`; otherwise its text is sorted by tau_by_answer_kind.answer_kind (an invented
+`<tool_response>`, talk about calling, or speech). For the same turns, the table also shows the
+tool calls the hand-written conversation makes at that point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from openai import OpenAI
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location(
+    "tau_by_answer_kind", Path(__file__).with_name("tau_by_answer_kind.py"))
+kinds = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kinds)
+
+KINDS = ("tool call", "invents a tool result", "talks about calling", "spoken")
+
+
+def voice_turns(path: Path, n: int) -> list[dict]:
+    """A spread of n assistant turns: {"id", "messages" (before the turn), "tools", "written"}."""
+    turns = []
+    for line in path.read_text().splitlines():
+        conv = json.loads(line)
+        for i, m in enumerate(conv["messages"]):
+            if m["role"] == "assistant":
+                turns.append({"id": f"{conv['id']}#{i}", "messages": conv["messages"][:i],
+                              "tools": conv["tools"], "written": "tool call" if m.get("tool_calls") else "spoken"})
+    if n <= 0 or n > len(turns):
+        raise SystemExit(f"--turns {n}: expected 1..{len(turns)} (the voice set has {len(turns)} assistant turns)")
+    step = len(turns) / n
+    return [turns[int(k * step)] for k in range(n)]
+
+
+def answer(client: OpenAI, model: str, turn: dict, max_tokens: int) -> dict:
+    r = client.chat.completions.create(model=model, messages=turn["messages"], tools=turn["tools"],
+                                       tool_choice="auto", temperature=0, max_tokens=max_tokens)
+    msg = r.choices[0].message
+    if msg.tool_calls:
+        calls = [f"{c.function.name}({c.function.arguments})" for c in msg.tool_calls]
+        return {"id": turn["id"], "kind": "tool call", "text": (msg.content or "") + " ".join(calls)}
+    text = msg.content or ""
+    return {"id": turn["id"], "kind": kinds.answer_kind(text), "text": text}
+
+
+def parse_server(spec: str) -> tuple[str, str]:
+    name, sep, url = spec.partition("=")
+    if not sep or not name or not url.startswith("http"):
+        raise SystemExit(f"--server {spec!r}: expected NAME=URL, e.g. head=http://127.0.0.1:8000/v1")
+    return name, url
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--server", action="append", required=True, type=parse_server)
+    ap.add_argument("--voice", type=Path, default=ROOT / "speculator/eval/voice.jsonl")
+    ap.add_argument("--turns", type=int, default=80)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--json", type=Path, default=None, help="write counts and answers here")
+    args = ap.parse_args()
+    turns = voice_turns(args.voice, args.turns)
+    results: dict[str, list[dict]] = {}
+    for name, url in args.server:
+        client = OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
+        model = client.models.list().data[0].id
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            results[name] = list(pool.map(lambda t: answer(client, model, t, args.max_tokens), turns))
+    written = Counter(t["written"] for t in turns)
+    counts = {name: Counter(r["kind"] for r in rows) for name, rows in results.items()}
+    names = list(results)
+    print(f"{len(turns)} voice turns; answers by kind (share)")
+    print(f"{'kind':24s}" + "".join(f"{n:>14s}" for n in names) + f"{'as written':>14s}")
+    for kind in KINDS:
+        cells = [counts[n][kind] for n in names] + [written[kind]]
+        print(f"{kind:24s}" + "".join(f"{c:6d} ({c / len(turns):4.0%})" for c in cells))
+    for name in names:
+        for r in results[name][:3]:
+            print(f"  {name} e.g. {r['kind']}: {r['text'][:120]!r}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "turns": len(turns), "max_tokens": args.max_tokens, "written": dict(written),
+            "counts": {n: dict(c) for n, c in counts.items()}, "answers": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -81,6 +81,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--admit-min-free", type=int, default=None,
                    help="local engine, stream: prefill waits until this many batch slots are "
                         "free (default: max_batch/8; 1 admits each prompt as soon as a row finishes)")
+    d.add_argument("--tool-grammar", action="store_const", const="auto", default=None,
+                   help="local engine: answer each prompt that has tools under the tool grammar "
+                        "the server applies with tool_choice auto (tools_grammar/README.md), so the "
+                        "data holds what the server writes (default: no grammar)")
     d.add_argument("--time-budget", type=float, default=None,
                    help="seconds; no prompt is handed to the engine after it, those it holds "
                         "finish (rerun to resume)")

@@ -22,6 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from turnspec.speculator.data import SAMPLES_FILE, Sample
+from turnspec.tools_grammar.schema import ToolSpec
 
 AnswerFn = Callable[[list[list[int]]], list[list[int]]]
 # prompts (pulled lazily) -> (index into them, completion), in finishing order
@@ -35,6 +36,7 @@ class PromptItem:
     split: str                    # "train" | "heldout"
     source: str                   # "tools" | "generic" | "readback" | "dictation" | "synthetic"
     prompt_ids: tuple[int, ...]   # the rendered chat prompt, generation prompt included
+    tools: tuple[ToolSpec, ...] = ()  # the tools rendered into it (datagen --tool-grammar)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:

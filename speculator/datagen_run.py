@@ -81,7 +81,10 @@ def _answer(args: argparse.Namespace, target: DatagenTarget, first: list[PromptI
     def more() -> Iterator[list[PromptItem]]:
         while (part := builder.next_part()) is not None:
             meta["skipped_long_prompts"] = builder.skipped    # meta.json is rewritten per part
+            target.register(part)
             yield part
+
+    target.register(first)
 
     # CPU of the answering part: the main thread steps the engine (SGLang's scheduler is
     # another process); the others are native threads

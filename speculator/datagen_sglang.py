@@ -119,7 +119,10 @@ class SGLangTarget:
     def meta(self) -> dict[str, Any]:
         # the local engine's keys; SGLang sizes its own batches and threads
         return {"max_batch": None, "max_prefill_tokens": None, "speculator": self.speculator,
-                "feed": "chunks", "admit_min_free": None, "threads": None}
+                "feed": "chunks", "admit_min_free": None, "threads": None, "tool_grammar": "off"}
+
+    def register(self, items: list) -> None:
+        """Nothing to remember: --tool-grammar is refused with --engine sglang."""
 
     def feed(self, max_new_tokens: int, batch_size: int) -> dict[str, Any]:
         """One prompt stream (the plan's batches back to back, so a small group's batch does

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local import LocalEngine
+    from turnspec.speculator.datagen import PromptItem
+    from turnspec.tools_grammar.grammar import ToolGrammarMatcher
 
 ENGINES = ("local", "sglang")
 # datagen's own flags that only the local engine reads (the engine flags are add_engine_args')
-LOCAL_DATAGEN_FLAGS = ("feed", "admit_min_free")
+LOCAL_DATAGEN_FLAGS = ("feed", "admit_min_free", "tool_grammar")
 # the local engine's flags SGLang reads too (engine/sglang_args.py)
 SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size")
 
@@ -38,6 +40,9 @@ class DatagenTarget(Protocol):
     def meta(self) -> dict[str, Any]:
         """The engine's keys of meta.json (the same keys for every engine; None where one
         does not apply)."""
+
+    def register(self, items: list[PromptItem]) -> None:
+        """Called with each part's prompts before they are answered (--tool-grammar)."""
 
     def feed(self, max_new_tokens: int, batch_size: int) -> dict[str, Any]:
         """generate_dataset's `answer=` or `stream=` (greedy, stopping on the model's EOS);
@@ -116,6 +121,25 @@ class LocalTarget:
         self.cfg, self.model_dir, self.speculator = cfg, cfg.model_dir, args.speculator
         self.counts: dict[str, int] = {"prompt_tokens": 0, "cached_prompt_tokens": 0}
         self._engine: LocalEngine | None = None
+        # --tool-grammar auto: a prompt with tools is answered under the server's tool_choice
+        # "auto" grammar. The tools of a prompt are looked up by its ids (they are rendered into
+        # it, so equal ids mean equal tools); register() adds each part's before it is answered.
+        self.tool_grammar: str | None = getattr(args, "tool_grammar", None)
+        self._tools: dict[tuple[int, ...], tuple] = {}
+
+    def register(self, items: list[PromptItem]) -> None:
+        """Remember the tools of these PromptItems (a no-op without --tool-grammar)."""
+        if self.tool_grammar:
+            self._tools.update((it.prompt_ids, it.tools) for it in items if it.tools)
+
+    def _grammar(self, prompt: list[int]) -> ToolGrammarMatcher | None:
+        tools = self._tools.get(tuple(prompt))
+        if not tools:
+            return None
+        from turnspec.tools_grammar.schema import ToolChoice
+
+        chat = self._engine.chat
+        return chat.grammar_compiler.matcher(list(tools), ToolChoice("auto"), chat.tool_format)
 
     def load(self, workload: int) -> None:
         from turnspec.engine.chat import ChatTemplate
@@ -132,7 +156,8 @@ class LocalTarget:
         cfg = self.cfg
         return {"max_batch": cfg.max_batch, "max_prefill_tokens": cfg.max_prefill_tokens,
                 "speculator": self.speculator, "feed": self.feed_kind,
-                "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads()}
+                "admit_min_free": cfg.admit_min_free, "threads": torch.get_num_threads(),
+                "tool_grammar": self.tool_grammar or "off"}
 
     def feed(self, max_new_tokens: int, batch_size: int) -> dict[str, Any]:
         from turnspec.engine.protocol import SamplingParams
@@ -140,10 +165,12 @@ class LocalTarget:
         engine, counts = self._engine, self.counts
         assert engine is not None, "load() first"
         sampling = SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
+        grammar = self._grammar if self.tool_grammar else None
         if self.feed_kind == "stream":
-            return {"answer": None,
-                    "stream": lambda ps: engine.generate_stream(ps, sampling, counts=counts)}
-        return {"answer": lambda ps: engine.generate_batch(ps, sampling, counts=counts)}
+            return {"answer": None, "stream": lambda ps: engine.generate_stream(
+                ps, sampling, counts=counts, grammar=grammar)}
+        return {"answer": lambda ps: engine.generate_batch(ps, sampling, counts=counts,
+                                                           grammar=grammar)}
 
     def sample(self, prompts: list[list[int]], temperature: float, top_p: float,
                max_new_tokens: int) -> list[list[int]]:

@@ -142,11 +142,11 @@ def render_items(render: RenderFn, candidates: Iterable[Candidate],
     def flush() -> None:
         nonlocal skipped
         rendered = render([(messages, tools or None) for *_, messages, tools in pending])
-        for (item_id, split, source, _, _), ids in zip(pending, rendered, strict=True):
+        for (item_id, split, source, _, tools), ids in zip(pending, rendered, strict=True):
             if len(ids) > max_prompt_tokens:
                 skipped += 1
             else:
-                items.append(PromptItem(item_id, split, source, tuple(ids)))
+                items.append(PromptItem(item_id, split, source, tuple(ids), tuple(tools)))
         pending.clear()
 
     for item_id, split, source, messages, tool_json in candidates:

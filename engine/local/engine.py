@@ -12,8 +12,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
@@ -27,6 +28,8 @@ from turnspec.engine.protocol import (
 )
 
 log = logging.getLogger("turnspec.engine")
+# offline generation: a prompt -> its fresh grammar matcher (tools_grammar), or None
+GrammarFn = Callable[[list[int]], Any]
 
 
 class LocalEngine:
@@ -120,26 +123,29 @@ class LocalEngine:
     # -- offline batch API (datagen, benchmarks) ---------------------------------------------
     def generate_batch(self, prompts: list[list[int]], sampling: SamplingParams | None = None,
                        spec_block_size: int | None = None,
-                       counts: dict[str, int] | None = None) -> list[list[int]]:
+                       counts: dict[str, int] | None = None,
+                       grammar: GrammarFn | None = None) -> list[list[int]]:
         """Generate completions for many prompts at once (blocking; engine thread not needed).
         Returns completion token ids per prompt, in order, including a final stop token.
         `counts`, if given, gains "prompt_tokens" and "cached_prompt_tokens" (prefix-cache hits
         at admission) over these prompts, so batch work can see how much prefill it shared."""
         out: list[list[int]] = [[] for _ in prompts]
         for i, tokens in self.generate_stream(prompts, sampling, spec_block_size=spec_block_size,
-                                              counts=counts, ahead=len(prompts)):
+                                              counts=counts, ahead=len(prompts), grammar=grammar):
             out[i] = tokens
         return out
 
     def generate_stream(self, prompts: Iterable[list[int]], sampling: SamplingParams | None = None,
                         *, spec_block_size: int | None = None, counts: dict[str, int] | None = None,
-                        ahead: int | None = None) -> Iterator[tuple[int, list[int]]]:
+                        ahead: int | None = None,
+                        grammar: GrammarFn | None = None) -> Iterator[tuple[int, list[int]]]:
         """Offline continuous generation: yields (index into `prompts`, completion) as each
         request finishes, in finishing order. Prompts are pulled lazily, keeping at most
         max_batch + `ahead` (default max_batch) requests in the engine, so a long or endless
         iterable keeps every batch slot busy with no tail between chunks; an iterable that stops
         (a time budget) lets the ones in flight finish. Blocking, before start(); closing the
-        generator early aborts what is still in flight. `counts` as in generate_batch."""
+        generator early aborts what is still in flight. `counts` as in generate_batch;
+        `grammar(prompt)`, if given, is each prompt's fresh matcher (None: unconstrained)."""
         core = self._core()
         if self._thread is not None:
             raise EngineError("generate_stream drives the core directly; call it before start()")
@@ -161,7 +167,8 @@ class LocalEngine:
                     i, prompt = nxt
                     rid = f"gen-{i}"
                     core.add(GenerateRequest(rid, list(prompt), sampling,
-                                             spec_block_size=spec_block_size))
+                                             spec_block_size=spec_block_size,
+                                             grammar=grammar(prompt) if grammar else None))
                     in_flight[rid] = (i, [])
                     if counts is not None:
                         counts["prompt_tokens"] = counts.get("prompt_tokens", 0) + len(prompt)

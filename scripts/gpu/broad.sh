@@ -5,10 +5,12 @@
 #                                     # answers to them; beside it, fresh tool-workload answers
 #                                     # and the independent eval set
 #   bash scripts/gpu/broad.sh data-local  # the same through six embedded-engine processes
+#                                     # (TOOL_GRAMMAR=1: tool turns answered under the server's
+#                                     # tool grammar, datagen --tool-grammar)
 #   bash scripts/gpu/broad.sh all     # data-local, then train, in one detached step
 #   bash scripts/gpu/broad.sh train   # the arms one after another, each alone on the GPU for
 #                                     # the same budget (TRAIN_S, default 360 s; the step takes
-#                                     # ~(TRAIN_S + 40) per arm, then ~150 s of evals):
+#                                     # ~(TRAIN_S + 40) per arm and ~40 s to score it):
 #     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
 #     broad   the default drafter, half on the broad data, then half on the tool data
 #     mix     the default drafter on the broad and tool data shuffled together (ARMS to pick it)
@@ -52,20 +54,21 @@ data)
   ;;
 data-local)  # the same data from the embedded engine in SHARDS processes sharing the GPU (six
              # local shards answered 2x SGLang's samples/s on SmolLM2: docs/benchmarks.md)
-  N=${SHARDS:-6}; L="--model $M --device ${DEV:-cuda} --threads 1 --max-batch ${MAX_BATCH:-256}
+  N=${SHARDS:-6}; G=${TOOL_GRAMMAR:+--tool-grammar}   # TOOL_GRAMMAR=1: answers as the server writes them
+  L="--model $M --device ${DEV:-cuda} --threads 1 --max-batch ${MAX_BATCH:-256}
     --kv-memory-gb ${KV_GB:-12} --max-prefill-tokens 32768"
   for i in $(seq 0 $((N - 1))); do
     ( ts speculator magpie $L --conversations $(( ${MAGPIE:-40000} / N )) \
         --seed $(( ${SEED:-19} * 100 + i )) --out $R/magpie-$i > $R/magpie-$i.txt 2>&1
       ts speculator datagen $L --from-conversations $R/magpie-$i --conversations-heldout-frac \
-        0.03 --max-new-tokens 192 --no-progress --out $R/data-broad-$i > $R/datagen-broad-$i.txt 2>&1
+        0.03 --max-new-tokens 192 --no-progress $G --out $R/data-broad-$i > $R/datagen-broad-$i.txt 2>&1
       ts speculator datagen $L --tool-conversations ${TOOLS:-6000} --heldout-conversations ${HELDOUT:-150} \
         --synthetic-conversations ${SYNTH:-4500} --synthetic-heldout ${SYNTH_HELDOUT:-100} --readback-frac 0.3 \
-        --workload 2 --seed ${SEED:-19} --shard $i/$N --max-new-tokens 192 --no-progress \
+        --workload 2 --seed ${SEED:-19} --shard $i/$N --max-new-tokens 192 --no-progress $G \
         --out $R/data-tools-$i > $R/datagen-tools-$i.txt 2>&1 ) &
   done
   [ "${EVALSET:-1}" = 1 ] && ts speculator datagen $L --eval-set --max-new-tokens 160 \
-    --no-progress --out $R/evalset > $R/datagen-evalset.txt 2>&1
+    --no-progress $G --out $R/evalset > $R/datagen-evalset.txt 2>&1
   wait
   for d in broad tools; do   # one folder each, as train reads: shard 0's meta, rows concatenated
     mkdir -p $R/data-$d && cp $R/data-$d-0/meta.json $R/data-$d/

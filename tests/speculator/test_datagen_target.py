@@ -11,8 +11,13 @@ from transformers import AutoTokenizer
 import turnspec.engine.sglang as sglang_backend
 from turnspec.cli.speculator import register
 from turnspec.engine.chat import ChatTemplate
+from turnspec.engine.protocol import SamplingParams
 from turnspec.speculator.datagen_sglang import SGLangTarget
 from turnspec.speculator.datagen_target import LocalTarget, check_same_render, make_target
+
+
+def _greedy(n: int) -> SamplingParams:
+    return SamplingParams(temperature=0.0, max_tokens=n)
 
 
 def _datagen_args(*argv: str) -> argparse.Namespace:
@@ -46,9 +51,9 @@ def test_local_flags_with_sglang_are_an_error(smollm2_dir, monkeypatch):
     with pytest.raises(SystemExit, match="--device, --max-batch, --threads, --feed apply to the "
                                          "local engine only; expected SGLang's own flags"):
         make_target(args)
-    with pytest.raises(SystemExit, match="--admit-min-free apply to the local engine only"):
-        make_target(_datagen_args("--engine", "sglang", "--model", str(smollm2_dir),
-                                  "--admit-min-free", "4"))
+    for flag in (["--admit-min-free", "4"], ["--tool-grammar"]):
+        with pytest.raises(SystemExit, match=f"{flag[0]} apply to the local engine only"):
+            make_target(_datagen_args("--engine", "sglang", "--model", str(smollm2_dir), *flag))
     # the flags both read: the model, a drafter, SGLang's own (nothing loads before load())
     target = make_target(_datagen_args("--engine", "sglang", "--model", str(smollm2_dir),
                                        "--speculator", "none", "--sglang-mem-fraction", "0.5",
@@ -70,3 +75,26 @@ def test_both_engines_write_the_same_meta_keys(smollm2_dir, monkeypatch):
     assert local.meta()["admit_min_free"] == 4                # max_batch 32 / 8
     assert (local.name, sgl.name) == ("local", "sglang")
     assert local.counts == sgl.counts == {"prompt_tokens": 0, "cached_prompt_tokens": 0}
+
+
+def test_tool_grammar_answers_as_the_server_does(smollm2_dir):
+    # A hand-written voice turn that SmolLM2 answers, without a grammar, with a tool result it
+    # makes up. Under --tool-grammar it is answered as the server answers it (tool_choice auto):
+    # `<tool_` goes on as a call. A prompt without tools stays unconstrained.
+    from turnspec.speculator.eval_set import eval_prompt_items
+
+    target = make_target(_datagen_args("--model", str(smollm2_dir), "--threads", "2",
+                                       "--speculator", "none", "--tool-grammar"))
+    target.load(2)
+    items, _ = eval_prompt_items(target._engine.chat.render_many)
+    turn = next(it for it in items if it.id.startswith("indep-airline-bag_didnt_arrive") and it.tools
+                and it.id.endswith(":8"))
+    target.register([turn])
+    assert target.meta()["tool_grammar"] == "auto"
+    stream = target.feed(40, 8)["stream"]
+    tok = target._engine.chat.tokenizer
+    (_, constrained), = stream([list(turn.prompt_ids)])
+    plain = target._engine.generate_batch([list(turn.prompt_ids)], _greedy(40))[0]
+    assert "<tool_response>" in tok.decode(plain)
+    assert tok.decode(constrained).startswith("<tool_call>\n{\"name\":\"bag_trace\"")
+    assert target._grammar([1, 2, 3]) is None

@@ -18,11 +18,14 @@ import importlib.util
 import json
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from openai import OpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
+from turnspec.speculator.eval_set import SOURCES
+from turnspec.workloads import load_jsonl, turns_for_prompting
+
 _spec = importlib.util.spec_from_file_location(
     "tau_by_answer_kind", Path(__file__).with_name("tau_by_answer_kind.py"))
 kinds = importlib.util.module_from_spec(_spec)
@@ -33,13 +36,9 @@ KINDS = ("tool call", "invents a tool result", "talks about calling", "spoken")
 
 def voice_turns(path: Path, n: int) -> list[dict]:
     """A spread of n assistant turns: {"id", "messages" (before the turn), "tools", "written"}."""
-    turns = []
-    for line in path.read_text().splitlines():
-        conv = json.loads(line)
-        for i, m in enumerate(conv["messages"]):
-            if m["role"] == "assistant":
-                turns.append({"id": f"{conv['id']}#{i}", "messages": conv["messages"][:i],
-                              "tools": conv["tools"], "written": "tool call" if m.get("tool_calls") else "spoken"})
+    turns = [{"id": f"{t.conversation_id}#{t.turn}", "messages": t.messages, "tools": t.tools,
+              "written": "tool call" if t.expected.get("tool_calls") else "spoken"}
+             for t in turns_for_prompting(load_jsonl(path)) if t.expected is not None]
     if n <= 0 or n > len(turns):
         raise SystemExit(f"--turns {n}: expected 1..{len(turns)} (the voice set has {len(turns)} assistant turns)")
     step = len(turns) / n
@@ -67,7 +66,7 @@ def parse_server(spec: str) -> tuple[str, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--server", action="append", required=True, type=parse_server)
-    ap.add_argument("--voice", type=Path, default=ROOT / "speculator/eval/voice.jsonl")
+    ap.add_argument("--voice", type=Path, default=SOURCES["independent-voice"])
     ap.add_argument("--turns", type=int, default=80)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=96)
@@ -79,7 +78,8 @@ def main() -> int:
         client = OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
         model = client.models.list().data[0].id
         with ThreadPoolExecutor(args.concurrency) as pool:
-            results[name] = list(pool.map(lambda t: answer(client, model, t, args.max_tokens), turns))
+            ask = partial(answer, client, model, max_tokens=args.max_tokens)
+            results[name] = list(pool.map(ask, turns))
     written = Counter(t["written"] for t in turns)
     counts = {name: Counter(r["kind"] for r in rows) for name, rows in results.items()}
     names = list(results)

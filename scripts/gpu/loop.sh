@@ -20,10 +20,7 @@ case "${1:-}" in
   ts serve --engine sglang --model "$M" --speculator "$D" --port 18011 --grpc-port -1 \
     --record-conversations $R/rec --sglang-arg cuda_graph_max_bs_decode=32 > $R/serve.log 2>&1 &
   pid=$!
-  for _ in $(seq 400); do
-    python3 -c "import sys,urllib.request as u; sys.exit(u.urlopen('http://127.0.0.1:18011/health', timeout=2).status != 200)" 2>/dev/null && break
-    kill -0 $pid 2>/dev/null || { tail -n 30 $R/serve.log; break; }; sleep 0.5
-  done
+  wait_healthy 18011 $pid $R/serve.log
   echo "server up after ${SECONDS}s; $turns turns"
   ts loadtest --url ws://127.0.0.1:18011/v1/responses --workload $R/courier.jsonl --concurrency 16 \
     --requests "$turns" --no-progress --max-error-rate 0.05 --out $R/loadtest.json > $R/loadtest.txt 2>&1

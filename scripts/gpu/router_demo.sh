@@ -10,13 +10,8 @@ source scripts/gpu/sglang_env.sh
 D=${DRAFTER:-/tmp/sgcarry/drafter}
 M=$(python3 -m turnspec.cli.main models prepare 2>/dev/null | tail -n 1)
 R=runs/router; mkdir -p $R
-health() { python3 -c "import sys,urllib.request as u; sys.exit(u.urlopen('http://127.0.0.1:$1/health', timeout=2).status != 200)" 2>/dev/null; }
 wait_up() {  # wait_up NAME PORT
-  for _ in $(seq 400); do
-    health $2 && { echo "$1 up after ${SECONDS}s"; return 0; }
-    kill -0 "$(cat $R/$1.pid)" 2>/dev/null || { echo "$1 died"; tail -n 30 $R/$1.log; return 1; }
-    sleep 0.5
-  done; echo "$1 not up"; return 1
+  wait_healthy $2 "$(cat $R/$1.pid)" $R/$1.log && echo "$1 up after ${SECONDS}s"
 }
 worker() {  # worker NAME PORT
   python3 -m sglang.launch_server --model-path "$M" --speculative-algorithm DFLASH \

@@ -17,12 +17,7 @@ SGL="--sglang-arg cuda_graph_max_bs_decode=32"
 up() {  # up NAME PORT CMD...: start a server, wait until it answers
   local name=$1 port=$2; shift 2
   "$@" > $R/$name.log 2>&1 & echo $! > $R/$name.pid
-  for _ in $(seq 600); do
-    python3 -c "import sys,urllib.request as u; sys.exit(u.urlopen('http://127.0.0.1:$port/health', timeout=2).status != 200)" \
-      2> /dev/null && { echo "$name up after ${SECONDS}s"; return 0; }
-    kill -0 "$(cat $R/$name.pid)" 2>/dev/null || { echo "$name died"; tail -n 30 $R/$name.log; return 1; }
-    sleep 0.5
-  done; return 1
+  wait_healthy $port "$(cat $R/$name.pid)" $R/$name.log 600 && echo "$name up after ${SECONDS}s"
 }
 down() { kill -TERM "$(cat $R/$1.pid)" 2>/dev/null; wait "$(cat $R/$1.pid)" 2>/dev/null; true; }
 load() {  # load NAME URL WORKLOAD

@@ -11,10 +11,7 @@ R=runs/voice-probe; mkdir -p $R
 ts serve --engine sglang --model "$M" --speculator "$D" --port 18021 --grpc-port -1 \
   --sglang-arg cuda_graph_max_bs_decode=32 > $R/serve.log 2>&1 &
 pid=$!
-for _ in $(seq 400); do
-  python3 -c "import sys,urllib.request as u; sys.exit(u.urlopen('http://127.0.0.1:18021/health', timeout=2).status != 200)" 2>/dev/null && break
-  kill -0 $pid 2>/dev/null || { tail -n 30 $R/serve.log; exit 1; }; sleep 0.5
-done
+wait_healthy 18021 $pid $R/serve.log || exit 1
 echo "server up after ${SECONDS}s"
 python3 scripts/analysis/voice_answers_probe.py --server sglang=http://127.0.0.1:18021/v1 \
   --turns "${1:-346}" --concurrency 32 --json "$OUT/voice-answers-sglang.json"

@@ -36,7 +36,7 @@ def add_magpie(sub: argparse._SubParsersAction) -> None:
 
     add_engine_args(m)
     add_sglang_args(m)
-    m.set_defaults(func=run_magpie, feed=None, admit_min_free=None)
+    m.set_defaults(func=run_magpie, feed=None, admit_min_free=None, tool_grammar=None)
 
 
 def run_magpie(args: argparse.Namespace) -> int:

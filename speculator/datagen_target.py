@@ -124,7 +124,7 @@ class LocalTarget:
         # --tool-grammar auto: a prompt with tools is answered under the server's tool_choice
         # "auto" grammar. The tools of a prompt are looked up by its ids (they are rendered into
         # it, so equal ids mean equal tools); register() adds each part's before it is answered.
-        self.tool_grammar: str | None = getattr(args, "tool_grammar", None)
+        self.tool_grammar: str | None = args.tool_grammar
         self._tools: dict[tuple[int, ...], tuple] = {}
 
     def register(self, items: list[PromptItem]) -> None:

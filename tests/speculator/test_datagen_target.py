@@ -20,10 +20,10 @@ def _greedy(n: int) -> SamplingParams:
     return SamplingParams(temperature=0.0, max_tokens=n)
 
 
-def _datagen_args(*argv: str) -> argparse.Namespace:
+def _datagen_args(*argv: str, command: str = "datagen") -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["speculator", "datagen", "--out", "unused", *argv])
+    return parser.parse_args(["speculator", command, "--out", "unused", *argv])
 
 
 def test_the_two_templates_must_agree(smollm2_dir):
@@ -63,6 +63,15 @@ def test_local_flags_with_sglang_are_an_error(smollm2_dir, monkeypatch):
     assert target.cfg.engine_kwargs()["cuda_graph_max_bs"] == 256
     assert target.stop_ids == {2}                      # SmolLM2's <|im_end|>, as the local engine's
     target.close()                                     # before load: nothing to shut down
+
+
+def test_magpie_builds_either_target(smollm2_dir, monkeypatch):
+    # magpie shares the datagen target without datagen's local-only flags (set as defaults)
+    monkeypatch.setattr(sglang_backend, "sglang_available", lambda: True)
+    for engine, kind in (("local", LocalTarget), ("sglang", SGLangTarget)):
+        args = _datagen_args("--engine", engine, "--model", str(smollm2_dir), "--conversations", "4",
+                             command="magpie")
+        assert isinstance(make_target(args), kind)
 
 
 def test_both_engines_write_the_same_meta_keys(smollm2_dir, monkeypatch):

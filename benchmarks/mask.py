@@ -8,6 +8,8 @@ Measured on the workload's held-out tool calls and spoken replies (tools of all 
   verify block B positions: fill_block_masks over the next B-1 reference tokens (all accepted,
                and with a refused draft mid-block), vs the plain per-position loop it replaces
   apply        apply_bitmask on [B, V] fp32 logits (CPU; and CUDA with/without the H2D copy)
+  batch        one decode step's masking of b tool-call rows: the engine's (one bitmask, one
+               copy, one kernel over the rows) against a fill + copy + apply per row
 Prints a table and writes JSON with the device, date and command.
 """
 
@@ -25,6 +27,7 @@ from datetime import date
 import torch
 
 from turnspec.benchmarks.tool_calls import reference_output, select_turns
+from turnspec.engine.local.grammar_mask import mask_rows
 from turnspec.tools_grammar.formats import get_format
 from turnspec.tools_grammar.grammar import GrammarCompiler, ToolGrammarMatcher, apply_bitmask
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
@@ -128,6 +131,39 @@ def bench_apply(vocab: int, block: int, device: str) -> dict:
     return out
 
 
+def _per_row(grammars: list[ToolGrammarMatcher], remaining: list[int], logits: torch.Tensor) -> None:
+    """The per-row masking the engine's step did before mask_rows: fill, copy and apply a row."""
+    for r, g in enumerate(grammars):
+        bitmask = g.new_bitmask(1)
+        g.fill_mask(bitmask, 0, remaining=remaining[r])
+        apply_bitmask(logits[r:r + 1], bitmask.to(logits.device))
+
+
+def bench_batch(matchers: list[ToolGrammarMatcher], vocab: int, device: str,
+                sizes: tuple[int, ...] = (1, 16, 64, 256)) -> dict:
+    """µs per decode step to mask b rows, every row inside a tool call (matchers cycled)."""
+    sync: Callable[[], None] = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    out = {}
+    for b in sizes:
+        grammars = [matchers[i % len(matchers)] for i in range(b)]
+        remaining = [64] * b
+        logits = torch.randn(b, vocab, device=device)
+        row = {}
+        for name, fn in (("batched", mask_rows), ("per_row", _per_row)):
+            samples = []
+            for i in range(max(12, 1200 // b)):
+                sync()
+                t0 = time.perf_counter_ns()
+                fn(grammars, remaining, logits)
+                sync()
+                if i >= 2:  # warm-up (first CUDA/Triton launch compiles)
+                    samples.append(time.perf_counter_ns() - t0)
+            row[name] = _us(samples)
+        row["speedup_p50"] = row["per_row"]["p50"] / row["batched"]["p50"]
+        out[str(b)] = row
+    return out
+
+
 def measure(model_dir: str, block: int, n_calls: int, threads: int | None) -> dict:
     from transformers import AutoConfig, AutoTokenizer
 
@@ -156,6 +192,13 @@ def measure(model_dir: str, block: int, n_calls: int, threads: int | None) -> di
     matcher_us = (time.perf_counter_ns() - t0) / 100 / 1000
 
     bench_tokens(call_streams[:2])  # warm-up
+    # tool_choice auto matchers a few tokens into a call (fresh ones: the benches below reset
+    # theirs); required/named calls add the budget steer's closing path to every fill
+    mid_call = []
+    for turn in select_turns(16, split="heldout", kind="tool_call"):
+        m = compiler.matcher(parse_tools(turn.tools), ToolChoice("auto"), fmt)
+        m.accept_tokens(encode(reference_output(turn, fmt))[:6])
+        mid_call.append(m)
     # The refused draft is a token the grammar never allows mid-call (a special token).
     refuse_id = tokenizer.convert_tokens_to_ids("<|im_start|>") if "<|im_start|>" in tokenizer.get_vocab() else 0
     return {
@@ -170,6 +213,8 @@ def measure(model_dir: str, block: int, n_calls: int, threads: int | None) -> di
         "verify_block_text_auto": bench_blocks(text_streams, block, refuse_id),
         "apply_cpu": bench_apply(vocab, block, "cpu"),
         "apply_cuda": bench_apply(vocab, block, "cuda") if torch.cuda.is_available() else None,
+        "batch_cpu": bench_batch(mid_call, vocab, "cpu"),
+        "batch_cuda": bench_batch(mid_call, vocab, "cuda") if torch.cuda.is_available() else None,
     }
 
 
@@ -193,6 +238,10 @@ def table(r: dict) -> str:
         if r[key]:
             a = r[key]
             rows.append((f"apply_bitmask [{b}, V] {key[6:]}: +copy / resident", f"{a['with_copy']['p50']:.1f} / {a['mask_resident']['p50']:.1f} µs"))
+    for key in ("batch_cpu", "batch_cuda"):
+        for b, x in (r[key] or {}).items():
+            rows.append((f"mask a step of {b} call rows {key[6:]}: batched / per row",
+                         f"{x['batched']['p50']:.0f} / {x['per_row']['p50']:.0f} µs"))
     width = max(len(k) for k, _ in rows)
     head = f"grammar mask cost, {r['model_dir']} (V={r['vocab_size']}), {r['device']['cpu']} x{r['device']['threads']}, {r['date']}"
     return "\n".join([head, *(f"  {k:<{width}}  {v:>22}" for k, v in rows)])

@@ -260,8 +260,9 @@ class GrammarCompiler:
             return self._closer
 
 
-def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
-    """In place: logits [rows, V] float -> -inf where bitmask [rows, W] int32 has a 0 bit.
+def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int] | None = None) -> None:
+    """In place: logits [rows, V] float -> -inf where bitmask [rows, W] int32 has a 0 bit; with
+    `rows`, only those rows (one kernel for all of them; the others are left as they are).
     Columns past W*32 (padded vocabularies) are not real tokens and are banned too."""
     if logits.dim() != 2 or bitmask.dim() != 2 or logits.shape[0] != bitmask.shape[0]:
         raise ValueError(
@@ -269,13 +270,15 @@ def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
         )
     if bitmask.dtype != torch.int32:
         raise ValueError(f"apply_bitmask: bitmask must be int32, got {bitmask.dtype}")
+    if rows is not None and not all(0 <= r < logits.shape[0] for r in rows):
+        raise ValueError(f"apply_bitmask: rows must index the {logits.shape[0]} logits rows, got {rows}")
     if bitmask.device != logits.device:
         bitmask = bitmask.to(logits.device, non_blocking=True)
     covered = bitmask.shape[1] * 32
     width = logits.shape[1]
-    xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=min(width, covered))
+    xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=min(width, covered), indices=rows)
     if width > covered:
-        logits[:, covered:] = float("-inf")
+        logits[slice(None) if rows is None else rows, covered:] = float("-inf")
 
 
 def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:

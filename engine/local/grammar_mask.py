@@ -2,38 +2,72 @@
 position of a speculative verify block (the matcher advances over the drafts to build each
 row's mask, then rolls back; committed tokens are accepted in postprocess). Each mask is given
 the tokens the request has left there, so a required/named call closes within max_tokens
-(tools_grammar/closing.py); row k of a block has k fewer, as plain decoding would."""
+(tools_grammar/closing.py); row k of a block has k fewer, as plain decoding would.
+
+One step masks its whole batch at once: every grammar row is filled into one CPU bitmask, which
+goes to the logits' device in one copy and is applied by one kernel over just those rows (rows
+without a grammar are not touched). Masked a row at a time, a batch of 256 tool turns paid 256
+copies and 256 kernel launches (Triton, on CUDA) a step; `turnspec bench mask` times both ways."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 
 from turnspec.engine.local.sequence import Sequence
 
+if TYPE_CHECKING:  # xgrammar loads on the first masked step, not with the engine
+    from turnspec.tools_grammar.grammar import ToolGrammarMatcher
+
 
 def mask_next(seqs: list[Sequence], logits: torch.Tensor) -> None:
     """logits [b, V] fp32, masked in place for rows whose request carries a grammar."""
-    for r, seq in enumerate(seqs):
-        g = seq.request.grammar
-        if g is None:
-            continue
-        from turnspec.tools_grammar.grammar import apply_bitmask
+    mask_rows([s.request.grammar for s in seqs], [s.remaining for s in seqs], logits)
 
-        bitmask = g.new_bitmask(1)
-        g.fill_mask(bitmask, 0, remaining=seq.remaining)
-        apply_bitmask(logits[r:r + 1], bitmask.to(logits.device))
+
+def mask_rows(grammars: list[ToolGrammarMatcher | None], remaining: list[int],
+              logits: torch.Tensor) -> None:
+    """logits [b, V] fp32: row r masked in place by grammars[r]'s next-token mask (None: left as
+    it is), steered to close within remaining[r] tokens."""
+    if logits.dim() != 2 or len(grammars) != logits.shape[0] or len(remaining) != len(grammars):
+        raise ValueError(f"mask_rows: expected logits [b, V] and b grammars and budgets, got "
+                         f"{tuple(logits.shape)}, {len(grammars)} and {len(remaining)}")
+    rows = [r for r, g in enumerate(grammars) if g is not None]
+    if not rows:
+        return
+    from turnspec.tools_grammar.grammar import apply_bitmask
+
+    bitmask = grammars[rows[0]].new_bitmask(len(grammars))
+    for r in rows:
+        grammars[r].fill_mask(bitmask, r, remaining=remaining[r])
+    apply_bitmask(logits, bitmask, rows=None if len(rows) == len(grammars) else rows)
 
 
 def mask_block(seqs: list[Sequence], logits: torch.Tensor, drafts: list[list[int]]) -> None:
     """logits [b, B, V] fp32; row r position k is masked by the grammar state after accepting
-    drafts[r][:k]. The matcher is left unchanged."""
-    block = logits.shape[1]
-    for r, seq in enumerate(seqs):
-        g = seq.request.grammar
-        if g is None:
-            continue
-        from turnspec.tools_grammar.grammar import apply_bitmask
+    drafts[r][:k]. The matchers are left unchanged."""
+    mask_block_rows([s.request.grammar for s in seqs], [s.remaining for s in seqs], logits, drafts)
 
-        bitmask = g.new_bitmask(block)
-        g.fill_block_masks(drafts[r][: block - 1], bitmask, remaining=seq.remaining)
-        apply_bitmask(logits[r], bitmask.to(logits.device))
+
+def mask_block_rows(grammars: list[ToolGrammarMatcher | None], remaining: list[int],
+                    logits: torch.Tensor, drafts: list[list[int]]) -> None:
+    """logits [b, B, V] fp32: position k of row r masked in place by grammars[r] after
+    drafts[r][:k] (None: row left as it is), position k steered with remaining[r] - k tokens."""
+    if logits.dim() != 3 or not len(grammars) == len(remaining) == len(drafts) == logits.shape[0]:
+        raise ValueError(f"mask_block_rows: expected logits [b, B, V] and b grammars, budgets and "
+                         f"draft rows, got {tuple(logits.shape)}, {len(grammars)}, {len(remaining)} "
+                         f"and {len(drafts)}")
+    b, block, vocab = logits.shape
+    rows = [r for r, g in enumerate(grammars) if g is not None]
+    if not rows:
+        return
+    from turnspec.tools_grammar.grammar import apply_bitmask
+
+    bitmask = grammars[rows[0]].new_bitmask(b * block)
+    for r in rows:
+        grammars[r].fill_block_masks(drafts[r][: block - 1], bitmask, row_offset=r * block,
+                                     remaining=remaining[r])
+    flat = logits.view(b * block, vocab)  # a view: masked in place (fails, never copies, if strided)
+    apply_bitmask(flat, bitmask, rows=None if len(rows) == b else
+                  [r * block + k for r in rows for k in range(block)])

@@ -20,5 +20,9 @@ def test_bench_mask_cli_writes_table_and_json(smollm2_dir: Path, tmp_path: Path,
     block = result["verify_block_call"]
     assert block["all_accepted"]["n"] > 0 and block["per_position_us"] == block["all_accepted"]["mean"] / 4
     assert result["apply_cpu"]["with_copy"]["n"] == 200
+    batch = result["batch_cpu"]
+    assert set(batch) == {"1", "16", "64", "256"}
+    assert all(x[k]["n"] >= 10 and x[k]["p50"] > 0 for x in batch.values() for k in ("batched", "per_row"))
     table = capsys.readouterr().out
     assert "verify block B=4, tool call" in table and "apply_bitmask [4, V] cpu" in table
+    assert "mask a step of 256 call rows cpu: batched / per row" in table

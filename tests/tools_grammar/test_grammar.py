@@ -137,6 +137,13 @@ def test_apply_bitmask_bans_padding_columns(compiler, smollm2_tokenizer) -> None
     assert bool(torch.isinf(logits[:, VOCAB_SIZE:]).all())
     with pytest.raises(ValueError, match="expected logits"):
         apply_bitmask(logits[:1], bitmask)
+    # rows=: only those rows, padding columns included; the others are left as they are
+    logits = before.clone()
+    apply_bitmask(logits, bitmask.flip(0), rows=[1])
+    assert torch.equal(logits[0], before[0])
+    assert bool(torch.isinf(logits[1, :VOCAB_SIZE][~ok]).all()) and bool(torch.isinf(logits[1, VOCAB_SIZE:]).all())
+    with pytest.raises(ValueError, match="rows must index"):
+        apply_bitmask(logits, bitmask, rows=[2])
 
 
 def test_compile_cache_and_unconstrained(compiler) -> None:

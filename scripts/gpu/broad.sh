@@ -55,6 +55,9 @@ data)
 data-local)  # the same data from the embedded engine in SHARDS processes sharing the GPU (six
              # local shards answered 2x SGLang's samples/s on SmolLM2: docs/benchmarks.md)
   N=${SHARDS:-6}; G=${TOOL_GRAMMAR:+--tool-grammar}   # TOOL_GRAMMAR=1: answers as the server writes them
+  # EVAL_GRAMMAR=1: only the independent set under the grammar (11 s alone on the H200); the
+  # tool workload under it was still running after 340 s (2026-12-04), all data without 248 s
+  GE=${EVAL_GRAMMAR:+--tool-grammar}; GE=${G:-$GE}
   L="--model $M --device ${DEV:-cuda} --threads 1 --max-batch ${MAX_BATCH:-256}
     --kv-memory-gb ${KV_GB:-12} --max-prefill-tokens 32768"
   for i in $(seq 0 $((N - 1))); do
@@ -68,7 +71,7 @@ data-local)  # the same data from the embedded engine in SHARDS processes sharin
         --out $R/data-tools-$i > $R/datagen-tools-$i.txt 2>&1 ) &
   done
   [ "${EVALSET:-1}" = 1 ] && ts speculator datagen $L --eval-set --max-new-tokens 160 \
-    --no-progress $G --out $R/evalset > $R/datagen-evalset.txt 2>&1
+    --no-progress $GE --out $R/evalset > $R/datagen-evalset.txt 2>&1
   wait
   for d in broad tools; do   # one folder each, as train reads: shard 0's meta, rows concatenated
     mkdir -p $R/data-$d && cp $R/data-$d-0/meta.json $R/data-$d/

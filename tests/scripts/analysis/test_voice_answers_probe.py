@@ -40,3 +40,34 @@ def test_server_spec_is_name_and_url() -> None:
     for bad in ("http://127.0.0.1:8000/v1", "head=127.0.0.1:8000", "=http://x"):
         with pytest.raises(SystemExit, match="expected NAME=URL"):
             probe.parse_server(bad)
+
+
+def test_served_acceptance_comes_from_the_servers_metrics(smollm2_dir, tmp_path, monkeypatch,
+                                                          capsys) -> None:
+    """Two voice turns through a real turnspec server speculating with the default drafter:
+    the probe reads its verify steps and output tokens from /metrics; a URL with no server
+    there has none."""
+    import sys
+
+    from turnspec.engine.local import LocalEngine, LocalEngineConfig
+    from turnspec.server.config import ServerConfig
+    from turnspec.server.testing import ThreadedServer
+
+    engine = LocalEngine(LocalEngineConfig(model_dir=str(smollm2_dir), max_batch=4, max_context=2048,
+                                           kv_memory_gb=0.25, speculator="default"))
+    server = ThreadedServer(engine, ServerConfig(host="127.0.0.1", port=0, grpc_port=None)).start()
+    try:
+        url = f"http://127.0.0.1:{server.port}/v1"
+        out = tmp_path / "probe.json"
+        monkeypatch.setattr(sys, "argv", ["probe", "--server", f"spec={url}", "--turns", "2",
+                                          "--max-tokens", "12", "--json", str(out)])
+        assert probe.main() == 0
+        result = json.loads(out.read_text())
+        m = result["served"]["spec"]
+        assert len(result["answers"]["spec"]) == 2 and 2 <= m["output_tokens"] <= 24
+        assert m["verify_steps"] >= 1 and m["accepted"] >= m["verify_steps"]  # each commits >= 1
+        assert m["per_step"] == m["accepted"] / m["verify_steps"]
+        assert "accepted per verify step" in capsys.readouterr().out
+    finally:
+        server.stop()  # and the engine
+    assert probe.served(url) is None  # the server is gone: no counters, not zeros

@@ -173,6 +173,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="serve block(s), each <= trained, e.g. 8,16: one target pass per batch "
                         "scores them all (default: the drafter's trained block)")
     e.add_argument("--samples", type=int, default=512, help="per split")
+    e.add_argument("--lookup", action="store_true",
+                   help="also score each split with prompt lookup, as the local engine takes it "
+                        "(split NAME+lookup; full blocks, as on CUDA)")
     e.add_argument("--max-len", type=int, default=2048)
     e.add_argument("--device", default="auto")
     e.add_argument("--with-train", action="store_true", help="also a sample of the train split")
@@ -271,7 +274,8 @@ def run_eval(args: argparse.Namespace) -> int:
     for path, outs in zip(args.data, evaluate_sets(
             args.data, drafter=args.drafter, model_dir=resolve_model_dir(args.model),
             block_sizes=args.block_size, samples=args.samples, max_len=args.max_len,
-            device=args.device, with_train=args.with_train, json_out=args.json), strict=False):
+            device=args.device, with_train=args.with_train, json_out=args.json,
+            lookup=args.lookup), strict=False):
         print(f"{path}: tau per split, 90% interval over turns\n{tau_table(outs)}",
               file=sys.stderr)
         for out in outs:

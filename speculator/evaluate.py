@@ -15,13 +15,15 @@ from turnspec.speculator.tau import format_interval
 
 def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                   block_sizes: Sequence[int] | None, samples: int, max_len: int, device: str,
-                  with_train: bool, json_out: list[Path] | None) -> Iterator[list[dict]]:
+                  with_train: bool, json_out: list[Path] | None,
+                  lookup: bool = False) -> Iterator[list[dict]]:
     """Score each set's held-out splits (and a train sample with `with_train`) at each block
     size (None: the drafter's trained one); yields each set's results, one dict per block size
     ({"block_size", "tau": {split: tau}, "eval": {split: TauResult dict}}), as soon as the set
     is scored, and writes `json_out[i]` then, if given: that dict for one block size, else
     {"block_sizes", "by_block": {"8": ..., "16": ...}}. The target runs once per batch for all
-    block sizes (`evaluate_tau_blocks`)."""
+    block sizes (`evaluate_tau_blocks`). `lookup`: each split is scored a second time with
+    prompt lookup, as split "NAME+lookup"."""
     import torch
 
     from turnspec.engine.drafter import load_drafter
@@ -53,13 +55,15 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     for i, (path, splits) in enumerate(zip(data, sets, strict=True)):
         results: dict[int, dict[str, dict]] = {b: {} for b in blocks}
         for name, seqs in splits.items():
-            t = time.perf_counter()
-            for b, r in evaluate_tau_blocks(model, target, seqs, blocks, batch_size=batch,
-                                            max_len=max_len).items():
-                results[b][name] = r.to_dict()
-                log(f"tau[{name}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) over "
-                    f"{r.steps} steps, {r.samples} samples")
-            log(f"{name}: {time.perf_counter() - t:.1f}s")
+            for lk in (False, True) if lookup else (False,):
+                label = f"{name}+lookup" if lk else name
+                t = time.perf_counter()
+                for b, r in evaluate_tau_blocks(model, target, seqs, blocks, batch_size=batch,
+                                                max_len=max_len, lookup=lk).items():
+                    results[b][label] = r.to_dict()
+                    log(f"tau[{label}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) "
+                        f"over {r.steps} steps, {r.samples} samples")
+                log(f"{label}: {time.perf_counter() - t:.1f}s")
         outs = [{"drafter": str(drafter), "data": str(path), "block_size": b,
                  "tau": {k: v["tau"] for k, v in res.items()}, "eval": res}
                 for b, res in results.items()]

@@ -8,6 +8,10 @@ forward as from the incremental verify passes) and its drafts are accepted while
 the actual next tokens; the bonus token is the actual token after the accepted prefix. So
 tau = generated tokens / steps here equals the online greedy acceptance length (z-lab
 `acceptance_lengths`, bonus included), up to floating-point ties.
+
+With `lookup`, each step may take the prompt-lookup continuation instead of the drafts, by the
+engine's own rule (engine/local/spec_step.py `takes_lookup`, full blocks verified as on CUDA):
+the τ of the drafter with lookup, as the local engine serves it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
+from turnspec.engine.local.ngram import ngram_continuation
+from turnspec.engine.local.spec_policy import SpecPolicy
+from turnspec.engine.local.spec_step import LOOKUP_AGREE, takes_lookup
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
 from turnspec.speculator.target import FrozenTarget
@@ -61,10 +68,11 @@ def evaluate_tau(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sam
 @torch.no_grad()
 def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample],
                         block_sizes: Sequence[int], *, batch_size: int = 32,
-                        max_len: int = 2048) -> dict[int, TauResult]:
+                        max_len: int = 2048, lookup: bool = False) -> dict[int, TauResult]:
     """`evaluate_tau` at several block sizes, running the target once per batch for all of
     them: on a CPU the target's forward over ~600-1,000-token tool prompts is most of a
-    replay's time, so B=8 and B=16 together cost little more than one."""
+    replay's time, so B=8 and B=16 together cost little more than one. `lookup`: with prompt
+    lookup (`replay_steps`)."""
     blocks = tuple(dict.fromkeys(block_sizes))
     if not blocks:
         raise ValueError("block_sizes: expected at least one block size")
@@ -82,7 +90,7 @@ def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: l
         batch = seqs[i : i + batch_size]
         context = replay_context(drafter, target, batch, max_len, max(blocks))
         for blk in blocks:
-            h, t, n = _replay(drafter, target, batch, blk, max_len, context)
+            h, t, n = _replay(drafter, target, batch, blk, max_len, context, lookup)
             hist[blk] += h
             row_tokens[blk] += t.tolist()
             row_steps[blk] += n.tolist()
@@ -129,7 +137,7 @@ def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9
 
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-            max_len: int, context: ReplayContext) -> tuple[Tensor, Tensor, Tensor]:
+            max_len: int, context: ReplayContext, lookup: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and
     steps [b] per sequence)."""
     dev = target.device
@@ -137,7 +145,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
     hist = torch.zeros(blk, dtype=torch.long, device=dev)
     row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
     row_steps = torch.zeros(b, dtype=torch.long, device=dev)
-    for step in replay_steps(drafter, target, seqs, blk, max_len, context):
+    for step in replay_steps(drafter, target, seqs, blk, max_len, context, lookup):
         hist += torch.bincount((step.produced - 1)[step.active], minlength=blk)
         row_tokens += torch.where(step.active, step.produced, 0)
         row_steps += step.active
@@ -187,10 +195,12 @@ def replay_context(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Samp
 
 
 def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-                 max_len: int, context: ReplayContext | None = None) -> Iterator[ReplayStep]:
+                 max_len: int, context: ReplayContext | None = None,
+                 lookup: bool = False) -> Iterator[ReplayStep]:
     """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
     (scripts/analysis/tau_misses.py reads which token each step stopped at). `context`: the
-    batch's `replay_context`, when several block sizes share it."""
+    batch's `replay_context`, when several block sizes share it. `lookup`: a row takes the
+    prompt-lookup continuation of its tokens so far where the engine would (`_with_lookup`)."""
     if context is None:
         context = replay_context(drafter, target, seqs, max_len, blk)
     if blk > context.pad:
@@ -198,6 +208,7 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
                          f"{context.pad}; expected a context built with pad >= {blk}")
     dev = target.device
     ids, end, anchor = context.ids, context.end, context.start
+    host_ids = ids.tolist() if lookup else None
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         offs = torch.arange(blk, device=dev)
         while True:
@@ -208,10 +219,36 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
             blocks = block_inputs(ids, anchor[:, None], blk, drafter.config.mask_token_id)[:, 0]
             h = drafter.forward_block(target.embed(blocks).to(context.dtype), pos, context.ks,
                                       context.vs, anchor)
-            drafts = target.logits(h[:, 1:]).argmax(-1)                    # [b, blk-1]
+            logits = target.logits(h[:, 1:])                               # [b, blk-1, V]
+            drafts = logits.argmax(-1)                                     # [b, blk-1]
+            if host_ids is not None:
+                drafts = _with_lookup(drafts, logits, host_ids, anchor, active)
             truth = ids.gather(1, pos[:, 1:])
             hit = (drafts == truth) & (pos[:, 1:] <= end[:, None])
             accepted = hit.long().cumprod(-1).sum(-1)                      # [b]
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
             yield ReplayStep(anchor, accepted, produced, active)
             anchor = torch.where(active, anchor + produced, anchor)
+
+
+LOOKUP_BELOW = SpecPolicy().lookup_below  # the engine's default
+
+
+def _with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anchor: Tensor,
+                 active: Tensor) -> Tensor:
+    """drafts [b, blk-1] with each active row's block swapped for the prompt-lookup continuation
+    of its tokens up to the anchor where `takes_lookup` says the engine would: the drafter
+    expects fewer than LOOKUP_BELOW accepted drafts (the sum of the cumulative products of its
+    draft probabilities), or the continuation starts with its first drafts and is longer than
+    the block it would verify (every draft: no confidence cut, as on CUDA). -1 pads a shorter
+    continuation and is never accepted."""
+    width = drafts.shape[1]
+    expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1).tolist()
+    rows, at, live = drafts.tolist(), anchor.tolist(), active.tolist()
+    for r, row in enumerate(rows):
+        if not live[r]:
+            continue
+        cont = ngram_continuation(host_ids[r][: at[r] + 1], width)
+        if takes_lookup(cont, row[:LOOKUP_AGREE], width, expected[r], LOOKUP_BELOW):
+            rows[r] = cont + [-1] * (width - len(cont))
+    return torch.tensor(rows, dtype=drafts.dtype, device=drafts.device)

@@ -101,7 +101,8 @@ train)
              # machine lost later (2026-12-03: twice, both times with every arm) keeps them.
     local a=$1 d=$2
     # shellcheck disable=SC2046  # one --json per --data, in order
-    ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 \
+    # LOOKUP=1: every split also with prompt lookup (NAME+lookup; doubles the scoring time)
+    ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 ${LOOKUP:+--lookup} \
       --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
       > $R/eval-$a.txt 2>&1
     echo "== $a scored after ${SECONDS}s"; grep -v '^{' $R/eval-$a.txt | tail -n 14

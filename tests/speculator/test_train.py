@@ -264,3 +264,26 @@ def test_eval_sets_score_each_set_and_refuse_one_with_nothing_held_out(trained, 
         assert set(o["tau"]) == {"generic-heldout", "tools-heldout"}
         assert all(1.0 <= t <= o["block_size"] for t in o["tau"].values())
     assert json.loads(js.read_text())["by_block"]["4"]["tau"] == outs[1]["tau"]
+
+
+def test_lookup_replay_takes_copies_and_leaves_the_rest(trained, tiny_target_dir):
+    """`--lookup` replay: a response that copies an earlier span is drafted from the copy once
+    its first two tokens match; where no token pair repeats there is nothing to take, and the
+    replay is exactly the plain one."""
+    out, _ = trained
+    drafter = load_drafter(out / "drafter", dtype=torch.float64)
+    frozen = FrozenTarget.from_model_dir(tiny_target_dir, TINY_LAYER_IDS, dtype=torch.float64)
+    order = torch.randperm(120, generator=torch.Generator().manual_seed(3)).add(1).tolist()
+
+    def sample(name: str, prompt: list[int], response: list[int]) -> Sample:
+        return Sample(name, "heldout", "tools", tuple(prompt + response),
+                      (0,) * len(prompt) + (1,) * len(response))
+
+    span, filler = order[:40], order[40:50]
+    copy = sample("copy", filler[:5] + span + filler[5:], span)
+    plain = evaluate_tau(drafter, frozen, [copy], block_size=4)
+    looked = evaluate_tau_blocks(drafter, frozen, [copy], (4,), lookup=True)[4]
+    assert looked.tau > 3.0 > plain.tau, (looked, plain)
+    distinct = sample("distinct", order[:30], order[30:60])
+    assert evaluate_tau_blocks(drafter, frozen, [distinct], (4,), lookup=True)[4] == \
+        evaluate_tau(drafter, frozen, [distinct], block_size=4)

@@ -7,12 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.conftest import VOCAB_SIZE
 from turnspec.engine.local.grammar_mask import mask_block_rows, mask_rows
 from turnspec.tools_grammar.formats import get_format
 from turnspec.tools_grammar.grammar import apply_bitmask
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
-
-from tests.conftest import VOCAB_SIZE
 
 TOOLS = parse_tools([
     {"type": "function", "function": {"name": "check_order", "parameters": {

@@ -22,14 +22,14 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     ({"block_size", "tau": {split: tau}, "eval": {split: TauResult dict}}), as soon as the set
     is scored, and writes `json_out[i]` then, if given: that dict for one block size, else
     {"block_sizes", "by_block": {"8": ..., "16": ...}}. The target runs once per batch for all
-    block sizes (`evaluate_tau_blocks`). `lookup`: each split is scored a second time with
-    prompt lookup, as split "NAME+lookup"."""
+    block sizes (`evaluate_tau_runs`). `lookup`: each split is scored a second time with
+    prompt lookup, as split "NAME+lookup", from the same target pass."""
     import torch
 
     from turnspec.engine.drafter import load_drafter
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.target import FrozenTarget
-    from turnspec.speculator.tau import evaluate_tau_blocks
+    from turnspec.speculator.tau import evaluate_tau_runs
     from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device
 
     if json_out is not None and len(json_out) != len(data):
@@ -50,20 +50,20 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     model = load_drafter(drafter, device=dev, dtype=dtype)
     target = FrozenTarget.from_model_dir(model_dir, model.config.target_layer_ids, dev, dtype)
     blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
+    lookups = (False, True) if lookup else (False,)
     batch = 128 if dev.type == "cuda" else 16
     log = RunLog(None, echo=True)
     for i, (path, splits) in enumerate(zip(data, sets, strict=True)):
         results: dict[int, dict[str, dict]] = {b: {} for b in blocks}
         for name, seqs in splits.items():
-            for lk in (False, True) if lookup else (False,):
+            t = time.perf_counter()
+            for (b, lk), r in evaluate_tau_runs(model, target, seqs, blocks, lookups,
+                                                batch_size=batch, max_len=max_len).items():
                 label = f"{name}+lookup" if lk else name
-                t = time.perf_counter()
-                for b, r in evaluate_tau_blocks(model, target, seqs, blocks, batch_size=batch,
-                                                max_len=max_len, lookup=lk).items():
-                    results[b][label] = r.to_dict()
-                    log(f"tau[{label}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) "
-                        f"over {r.steps} steps, {r.samples} samples")
-                log(f"{label}: {time.perf_counter() - t:.1f}s")
+                results[b][label] = r.to_dict()
+                log(f"tau[{label}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) "
+                    f"over {r.steps} steps, {r.samples} samples")
+            log(f"{name}: {time.perf_counter() - t:.1f}s")
         outs = [{"drafter": str(drafter), "data": str(path), "block_size": b,
                  "tau": {k: v["tau"] for k, v in res.items()}, "eval": res}
                 for b, res in results.items()]

@@ -73,6 +73,17 @@ def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: l
     them: on a CPU the target's forward over ~600-1,000-token tool prompts is most of a
     replay's time, so B=8 and B=16 together cost little more than one. `lookup`: with prompt
     lookup (`replay_steps`)."""
+    runs = evaluate_tau_runs(drafter, target, samples, block_sizes, (lookup,),
+                             batch_size=batch_size, max_len=max_len)
+    return {blk: r for (blk, _), r in runs.items()}
+
+
+@torch.no_grad()
+def evaluate_tau_runs(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample],
+                      block_sizes: Sequence[int], lookups: Sequence[bool], *,
+                      batch_size: int = 32, max_len: int = 2048) -> dict[tuple[int, bool], TauResult]:
+    """`evaluate_tau_blocks` for every (block size, lookup) pair, keyed so, from one target
+    pass per batch for all of them."""
     blocks = tuple(dict.fromkeys(block_sizes))
     if not blocks:
         raise ValueError("block_sizes: expected at least one block size")
@@ -80,23 +91,23 @@ def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: l
         if not 2 <= blk <= drafter.config.block_size:
             raise ValueError(f"block_size={blk}: expected 2..{drafter.config.block_size} "
                              "(serve at or below the trained block size)")
+    runs = [(blk, lk) for blk in blocks for lk in dict.fromkeys(lookups)]
     seqs = replay_order(samples, max_len)
-    hist = {b: torch.zeros(b, dtype=torch.long, device=target.device) for b in blocks}
-    row_tokens: dict[int, list[int]] = {b: [] for b in blocks}
-    row_steps: dict[int, list[int]] = {b: [] for b in blocks}
+    hist = {k: torch.zeros(k[0], dtype=torch.long, device=target.device) for k in runs}
+    row_tokens: dict[tuple[int, bool], list[int]] = {k: [] for k in runs}
+    row_steps: dict[tuple[int, bool], list[int]] = {k: [] for k in runs}
     was_training = drafter.training
     drafter.eval()
     for i in range(0, len(seqs), batch_size):
         batch = seqs[i : i + batch_size]
         context = replay_context(drafter, target, batch, max_len, max(blocks))
-        for blk in blocks:
-            h, t, n = _replay(drafter, target, batch, blk, max_len, context, lookup)
-            hist[blk] += h
-            row_tokens[blk] += t.tolist()
-            row_steps[blk] += n.tolist()
+        for k in runs:
+            h, t, n = _replay(drafter, target, batch, k[0], max_len, context, k[1])
+            hist[k] += h
+            row_tokens[k] += t.tolist()
+            row_steps[k] += n.tolist()
     drafter.train(was_training)
-    return {blk: _result(hist[blk].tolist(), row_tokens[blk], row_steps[blk], len(seqs))
-            for blk in blocks}
+    return {k: _result(hist[k].tolist(), row_tokens[k], row_steps[k], len(seqs)) for k in runs}
 
 
 def _result(counts: list[int], row_tokens: list[int], row_steps: list[int],

@@ -270,7 +270,7 @@ def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int] |
         )
     if bitmask.dtype != torch.int32:
         raise ValueError(f"apply_bitmask: bitmask must be int32, got {bitmask.dtype}")
-    if rows is not None and not all(0 <= r < logits.shape[0] for r in rows):
+    if rows is not None and rows and not (min(rows) >= 0 and max(rows) < logits.shape[0]):
         raise ValueError(f"apply_bitmask: rows must index the {logits.shape[0]} logits rows, got {rows}")
     if bitmask.device != logits.device:
         bitmask = bitmask.to(logits.device, non_blocking=True)

@@ -17,7 +17,12 @@ from turnspec.engine.drafter.folder import load_drafter
 from turnspec.speculator import train_io
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.target import FrozenTarget
-from turnspec.speculator.tau import evaluate_tau, evaluate_tau_blocks, replay_steps
+from turnspec.speculator.tau import (
+    evaluate_tau,
+    evaluate_tau_blocks,
+    evaluate_tau_runs,
+    replay_steps,
+)
 from turnspec.speculator.train import TrainConfig, train
 
 
@@ -284,6 +289,10 @@ def test_lookup_replay_takes_copies_and_leaves_the_rest(trained, tiny_target_dir
     plain = evaluate_tau(drafter, frozen, [copy], block_size=4)
     looked = evaluate_tau_blocks(drafter, frozen, [copy], (4,), lookup=True)[4]
     assert looked.tau > 3.0 > plain.tau, (looked, plain)
+    # both from one target pass (`eval --lookup`): the same as each alone
+    assert evaluate_tau_runs(drafter, frozen, [copy], (4, 2), (False, True)) == {
+        (4, False): plain, (4, True): looked, (2, False): evaluate_tau(drafter, frozen, [copy], block_size=2),
+        (2, True): evaluate_tau_blocks(drafter, frozen, [copy], (2,), lookup=True)[2]}
     distinct = sample("distinct", order[:30], order[30:60])
     assert evaluate_tau_blocks(drafter, frozen, [distinct], (4,), lookup=True)[4] == \
         evaluate_tau(drafter, frozen, [distinct], block_size=4)

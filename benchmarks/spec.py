@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", default=str(DEFAULT_DATA),
                    help="datagen folder or .jsonl; its held-out split is used (default: the 32+32 "
                         "held-out samples committed beside the default drafter)")
-    p.add_argument("--n", type=int, default=8, help="prompts per source (tools, generic)")
+    p.add_argument("--n", type=int, default=8,
+                   help="prompts per source, evenly spread over its held-out samples")
     p.add_argument("--blocks", default="4,8,16", help="block sizes to try, comma-separated")
     p.add_argument("--policies", default="adaptive,always",
                    help="speculation policies to try per block (engine/local/spec_policy.py)")
@@ -166,12 +167,11 @@ def run(args: argparse.Namespace) -> int:
     for pol in policies:
         for conf in confs or [0.0]:
             SpecPolicy(mode=pol, min_confidence=conf)  # validates
-    heldout = [s for s in read_samples(args.data) if s.split == "heldout"]
-    by_source: dict[str, list[list[int]]] = {}
-    for s in heldout:
-        by_source.setdefault(s.source, [])
-        if len(by_source[s.source]) < args.n:
-            by_source[s.source].append(list(s.input_ids[: s.prompt_len]))
+    heldout: dict[str, list[list[int]]] = {}
+    for s in read_samples(args.data):
+        if s.split == "heldout":
+            heldout.setdefault(s.source, []).append(list(s.input_ids[: s.prompt_len]))
+    by_source = {source: spread(prompts, args.n) for source, prompts in heldout.items()}
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")
     spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks)))
@@ -237,6 +237,16 @@ def run(args: argparse.Namespace) -> int:
         json.dump(record, f, indent=2)
     print(f"wrote {args.json}")
     return 0
+
+
+def spread(items: list, n: int) -> list:
+    """n items evenly spaced over the list, first included (all of it when n >= its length).
+    Datagen writes samples shortest answer first, so the first n would be the n shortest."""
+    if n < 1:
+        raise ValueError(f"--n {n}: expected at least one prompt per source")
+    if n >= len(items):
+        return list(items)
+    return [items[i * len(items) // n] for i in range(n)]
 
 
 def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: list,

@@ -147,6 +147,30 @@ def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9
     return (float(lo), float(hi))
 
 
+
+def tau_difference_interval(tokens: Sequence[int], steps_a: Sequence[int], steps_b: Sequence[int],
+                            level: float = 0.9, n_boot: int = 2000,
+                            seed: int = 0) -> tuple[float, float]:
+    """Paired percentile-bootstrap interval of tau_b - tau_a for two drafters replayed on the
+    same turns (same answers, so the same token counts; `steps_a`, `steps_b` their verify steps
+    per turn). Resampling turns jointly cancels the spread between turns that both drafters
+    share, so a difference much smaller than either tau's own interval can still be told from 0."""
+    if not len(tokens) == len(steps_a) == len(steps_b):
+        raise ValueError(f"tau_difference_interval: {len(tokens)} token counts, {len(steps_a)} and "
+                         f"{len(steps_b)} step counts; expected one of each per turn")
+    if not 0 < level < 1:
+        raise ValueError(f"tau_difference_interval: level={level}, expected 0 < level < 1")
+    t = np.asarray(tokens, dtype=np.float64)
+    a, b = np.asarray(steps_a, dtype=np.float64), np.asarray(steps_b, dtype=np.float64)
+    if t.size == 0 or a.sum() == 0 or b.sum() == 0:
+        return (float("nan"), float("nan"))
+    idx = np.random.default_rng(seed).integers(0, t.size, size=(n_boot, t.size))
+    ta, sa, sb = t[idx].sum(1), a[idx].sum(1), b[idx].sum(1)
+    ok = (sa > 0) & (sb > 0)
+    diffs = ta[ok] / sb[ok] - ta[ok] / sa[ok]
+    lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
+
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
             max_len: int, context: ReplayContext, lookup: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and

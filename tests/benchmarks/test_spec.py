@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from turnspec.benchmarks.spec import DEFAULT_DATA
+from turnspec.benchmarks.spec import DEFAULT_DATA, spread
 from turnspec.cli.main import main
 
 
@@ -62,3 +62,11 @@ def test_bench_spec_repeat_reports_each_pass_and_the_median(smollm2_dir: Path, t
                "--json", str(tmp_path / "x.json")])
     assert rc == 2
     assert "--repeat 0: expected at least 1" in capsys.readouterr().err
+
+
+def test_prompts_are_spread_over_a_source_not_its_first_n() -> None:
+    ordered = list(range(100))                      # datagen order: shortest answer first
+    assert spread(ordered, 4) == [0, 25, 50, 75]
+    assert spread(ordered[:3], 8) == [0, 1, 2]      # fewer than asked: all of them
+    with pytest.raises(ValueError, match="at least one prompt"):
+        spread(ordered, 0)

@@ -1,11 +1,12 @@
-"""tau's bootstrap interval over turns (`tau_interval`); the replay itself is pinned against
+"""tau's bootstrap intervals over turns (`tau_interval`, and `tau_difference_interval` for two
+drafters on the same turns); the replay itself is pinned against
 online decoding in test_train.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from turnspec.speculator.tau import tau_interval
+from turnspec.speculator.tau import tau_difference_interval, tau_interval
 
 
 def test_identical_turns_give_a_point_interval() -> None:
@@ -31,3 +32,21 @@ def test_seeded_and_checked() -> None:
         tau_interval([1, 2], [1])
     with pytest.raises(ValueError, match="0 < level < 1"):
         tau_interval([1], [1], level=1.0)
+
+
+def test_a_small_shared_gain_is_told_from_zero_only_when_paired() -> None:
+    # turns of very different tau (the spread between turns dominates each tau's own interval);
+    # drafter b saves one verify step in every fourth turn
+    tokens = [20, 159, 40, 12, 90, 25, 60, 18] * 8
+    steps_a = [10, 11, 14, 6, 20, 12, 15, 9] * 8
+    steps_b = [s - (i % 4 == 0) for i, s in enumerate(steps_a)]
+    gain = sum(tokens) / sum(steps_b) - sum(tokens) / sum(steps_a)
+    lo, hi = tau_difference_interval(tokens, steps_a, steps_b)
+    assert 0 < lo < gain < hi                       # paired: the gain is above zero
+    a_lo, a_hi = tau_interval(tokens, steps_a)
+    b_lo, b_hi = tau_interval(tokens, steps_b)
+    assert b_lo < a_hi and a_lo < b_hi              # apart: the two intervals overlap
+    same = tau_difference_interval(tokens, steps_a, steps_a)
+    assert same == pytest.approx((0.0, 0.0))
+    with pytest.raises(ValueError, match="one of each per turn"):
+        tau_difference_interval([1, 2], [1, 1], [1])

@@ -8,8 +8,9 @@ Measured on the workload's held-out tool calls and spoken replies (tools of all 
   verify block B positions: fill_block_masks over the next B-1 reference tokens (all accepted,
                and with a refused draft mid-block), vs the plain per-position loop it replaces
   apply        apply_bitmask on [B, V] fp32 logits (CPU; and CUDA with/without the H2D copy)
-  batch        one decode step's masking of b tool-call rows: the engine's (one bitmask, one
-               copy, one kernel over the rows) against a fill + copy + apply per row
+  batch        a whole step at once (benchmarks/mask_batch.py): b tool-call rows, the engine's
+               way against a row at a time; b free-text rows and b free-text verify blocks under
+               tool_choice auto, all-allowed rows skipped (the engine) against applied
 Prints a table and writes JSON with the device, date and command.
 """
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -26,17 +26,14 @@ from datetime import date
 
 import torch
 
+from turnspec.benchmarks.mask_batch import bench_batch, bench_text, bench_text_blocks, us_stats
 from turnspec.benchmarks.tool_calls import reference_output, select_turns
-from turnspec.engine.local.grammar_mask import mask_rows
 from turnspec.tools_grammar.formats import get_format
 from turnspec.tools_grammar.grammar import GrammarCompiler, ToolGrammarMatcher, apply_bitmask
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
 from turnspec.workloads import scenarios_for
 
-
-def _us(samples_ns: list[int]) -> dict:
-    xs = sorted(s / 1000 for s in samples_ns)
-    return {"mean": statistics.fmean(xs), "p50": xs[len(xs) // 2], "p99": xs[min(len(xs) - 1, int(len(xs) * 0.99))], "n": len(xs)}
+_us = us_stats
 
 
 def bench_compile(compiler: GrammarCompiler, fmt, domain_tools: list[list]) -> dict:
@@ -131,39 +128,6 @@ def bench_apply(vocab: int, block: int, device: str) -> dict:
     return out
 
 
-def _per_row(grammars: list[ToolGrammarMatcher], remaining: list[int], logits: torch.Tensor) -> None:
-    """The per-row masking the engine's step did before mask_rows: fill, copy and apply a row."""
-    for r, g in enumerate(grammars):
-        bitmask = g.new_bitmask(1)
-        g.fill_mask(bitmask, 0, remaining=remaining[r])
-        apply_bitmask(logits[r:r + 1], bitmask.to(logits.device))
-
-
-def bench_batch(matchers: list[ToolGrammarMatcher], vocab: int, device: str,
-                sizes: tuple[int, ...] = (1, 16, 64, 256)) -> dict:
-    """µs per decode step to mask b rows, every row inside a tool call (matchers cycled)."""
-    sync: Callable[[], None] = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    out = {}
-    for b in sizes:
-        grammars = [matchers[i % len(matchers)] for i in range(b)]
-        remaining = [64] * b
-        logits = torch.randn(b, vocab, device=device)
-        row = {}
-        for name, fn in (("batched", mask_rows), ("per_row", _per_row)):
-            samples = []
-            for i in range(max(12, 1200 // b)):
-                sync()
-                t0 = time.perf_counter_ns()
-                fn(grammars, remaining, logits)
-                sync()
-                if i >= 2:  # warm-up (first CUDA/Triton launch compiles)
-                    samples.append(time.perf_counter_ns() - t0)
-            row[name] = _us(samples)
-        row["speedup_p50"] = row["per_row"]["p50"] / row["batched"]["p50"]
-        out[str(b)] = row
-    return out
-
-
 def measure(model_dir: str, block: int, n_calls: int, threads: int | None) -> dict:
     from transformers import AutoConfig, AutoTokenizer
 
@@ -215,6 +179,11 @@ def measure(model_dir: str, block: int, n_calls: int, threads: int | None) -> di
         "apply_cuda": bench_apply(vocab, block, "cuda") if torch.cuda.is_available() else None,
         "batch_cpu": bench_batch(mid_call, vocab, "cpu"),
         "batch_cuda": bench_batch(mid_call, vocab, "cuda") if torch.cuda.is_available() else None,
+        "text_cpu": bench_text([m for m, _ in text_streams], vocab, "cpu"),
+        "text_cuda": bench_text([m for m, _ in text_streams], vocab, "cuda") if torch.cuda.is_available() else None,
+        "text_blocks_cpu": bench_text_blocks(text_streams, vocab, block, "cpu"),
+        "text_blocks_cuda": (bench_text_blocks(text_streams, vocab, block, "cuda")
+                             if torch.cuda.is_available() else None),
     }
 
 
@@ -242,6 +211,11 @@ def table(r: dict) -> str:
         for b, x in (r[key] or {}).items():
             rows.append((f"mask a step of {b} call rows {key[6:]}: batched / per row",
                          f"{x['batched']['p50']:.0f} / {x['per_row']['p50']:.0f} µs"))
+    for key, what in (("text", "text rows"), ("text_blocks", f"text blocks of B={r['block_size']}")):
+        for dev in ("cpu", "cuda"):
+            for n, x in (r.get(f"{key}_{dev}") or {}).items():
+                rows.append((f"mask a step of {n} {what} {dev}: skipped / applied",
+                             f"{x['skipped']['p50']:.0f} / {x['applied']['p50']:.0f} µs"))
     width = max(len(k) for k, _ in rows)
     head = f"grammar mask cost, {r['model_dir']} (V={r['vocab_size']}), {r['device']['cpu']} x{r['device']['threads']}, {r['date']}"
     return "\n".join([head, *(f"  {k:<{width}}  {v:>22}" for k, v in rows)])

@@ -60,18 +60,21 @@ class ToolGrammarMatcher:
         self._chains: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def new_bitmask(self, rows: int) -> torch.Tensor:
-        """A zeroed CPU bitmask, int32 [rows, ceil(vocab_size / 32)]."""
+        """A CPU bitmask with every token allowed (all bits set), int32 [rows, ceil(vocab_size / 32)]."""
         return xgr.allocate_token_bitmask(rows, self.vocab_size)
 
-    def fill_mask(self, bitmask: torch.Tensor, row: int, remaining: int | None = None) -> None:
+    def fill_mask(self, bitmask: torch.Tensor, row: int, remaining: int | None = None) -> bool:
         """bitmask[row] := the tokens allowed at the next position (state unchanged); with
         `remaining` (tokens left, this one included) a required/named call is steered to close
-        within them."""
+        within them. Returns False when every token is allowed (free text under tool_choice
+        auto), so applying the row would change nothing."""
         if self._matcher.is_terminated():
             raise RuntimeError("grammar matcher already accepted a stop token; nothing follows it")
-        self._matcher.fill_next_token_bitmask(bitmask, row)
+        need_apply = bool(self._matcher.fill_next_token_bitmask(bitmask, row))
         if self._steer is not None and remaining is not None:
             self._steer.narrow(self._matcher, bitmask[row].numpy(), remaining, self._history)
+            return True
+        return need_apply
 
     def accept(self, token_id: int) -> bool:
         """Advance over one token; False (state unchanged) if the grammar does not allow it."""

@@ -7,12 +7,15 @@ the tokens the request has left there, so a required/named call closes within ma
 One step masks its whole batch at once: every grammar row is filled into one CPU bitmask, which
 goes to the logits' device in one copy and is applied by one kernel over just those rows (rows
 without a grammar are not touched). Masked a row at a time, a batch of 256 tool turns paid 256
-copies and 256 kernel launches (Triton, on CUDA) a step; `turnspec bench mask` times both ways."""
+copies and 256 kernel launches (Triton, on CUDA) a step; `turnspec bench mask` times both ways.
+Rows whose mask allows every token (free text under tool_choice auto: most of a voice turn) are
+left out of the apply, and a step with none left copies and launches nothing."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from turnspec.engine.local.sequence import Sequence
@@ -39,9 +42,11 @@ def mask_rows(grammars: list[ToolGrammarMatcher | None], remaining: list[int],
     from turnspec.tools_grammar.grammar import apply_bitmask
 
     bitmask = grammars[rows[0]].new_bitmask(len(grammars))
-    for r in rows:
-        grammars[r].fill_mask(bitmask, r, remaining=remaining[r])
-    apply_bitmask(logits, bitmask, rows=None if len(rows) == len(grammars) else rows)
+    masked = [r for r in rows if grammars[r].fill_mask(bitmask, r, remaining=remaining[r])]
+    if _pads_past(bitmask, logits.shape[-1]):  # columns past the grammar's vocabulary get banned
+        masked = rows
+    if masked:
+        apply_bitmask(logits, bitmask, rows=None if len(masked) == len(grammars) else masked)
 
 
 def mask_block(seqs: list[Sequence], logits: torch.Tensor, drafts: list[list[int]]) -> None:
@@ -68,6 +73,19 @@ def mask_block_rows(grammars: list[ToolGrammarMatcher | None], remaining: list[i
     for r in rows:
         grammars[r].fill_block_masks(drafts[r][: block - 1], bitmask, row_offset=r * block,
                                      remaining=remaining[r])
+    # rows left all-allowed (free text, rows past a refused draft, rows without a grammar) are
+    # skipped: one numpy check over the bitmask (new_bitmask starts with every bit set; numpy,
+    # because torch's CPU dispatch costs ~5x more than the check on arrays this small)
+    masked = np.flatnonzero((bitmask.numpy() != -1).any(axis=1)).tolist()
+    if _pads_past(bitmask, vocab):
+        masked = [r * block + k for r in rows for k in range(block)]
+    if not masked:
+        return
     flat = logits.view(b * block, vocab)  # a view: masked in place (fails, never copies, if strided)
-    apply_bitmask(flat, bitmask, rows=None if len(rows) == b else
-                  [r * block + k for r in rows for k in range(block)])
+    apply_bitmask(flat, bitmask, rows=None if len(masked) == b * block else masked)
+
+
+def _pads_past(bitmask: torch.Tensor, vocab: int) -> bool:
+    """True when the logits are wider than the bitmask covers (a padded LM head): apply_bitmask
+    bans those columns, so no grammar row may be skipped as all-allowed."""
+    return vocab > bitmask.shape[1] * 32

@@ -23,6 +23,10 @@ def test_bench_mask_cli_writes_table_and_json(smollm2_dir: Path, tmp_path: Path,
     batch = result["batch_cpu"]
     assert set(batch) == {"1", "16", "64", "256"}
     assert all(x[k]["n"] >= 10 and x[k]["p50"] > 0 for x in batch.values() for k in ("batched", "per_row"))
+    for key, sizes in (("text_cpu", {"1", "16", "64", "256"}), ("text_blocks_cpu", {"1", "4", "16"})):
+        assert set(result[key]) == sizes
+        assert all(x[k]["n"] >= 10 and x[k]["p50"] > 0 for x in result[key].values() for k in ("skipped", "applied"))
     table = capsys.readouterr().out
     assert "verify block B=4, tool call" in table and "apply_bitmask [4, V] cpu" in table
     assert "mask a step of 256 call rows cpu: batched / per row" in table
+    assert "mask a step of 16 text blocks of B=4 cpu: skipped / applied" in table

@@ -78,3 +78,43 @@ def test_a_verify_block_batch_matches_each_rows_block(compiler, smollm2_tokenize
     assert required.accept_tokens(call[2:]) == len(call) - 2
     with pytest.raises(ValueError, match="draft rows"):
         mask_block_rows(grammars, remaining, logits, drafts[:2])
+
+
+def test_free_text_rows_are_not_applied_and_calls_still_are(compiler, smollm2_tokenizer) -> None:
+    (required, auto, _), call = _matchers(compiler, smollm2_tokenizer)
+    text = smollm2_tokenizer("Sure, your order is on its way.", add_special_tokens=False)["input_ids"]
+    bitmask = auto.new_bitmask(2)
+    assert auto.fill_mask(bitmask, 0) is False          # free text: every token allowed
+    assert required.fill_mask(bitmask, 1) is True       # inside a call: most tokens banned
+    # a verify block of free text leaves the logits as they were, bit for bit
+    block = len(text) + 1
+    logits = torch.randn(1, block, VOCAB_SIZE)
+    before = logits.clone()
+    mask_block_rows([auto], [64], logits, [text])
+    assert torch.equal(logits, before)
+    # drafts that open a call: the positions inside it are masked exactly as the matcher says
+    drafts = text + call
+    block = len(drafts) + 1
+    logits = torch.randn(1, block, VOCAB_SIZE)
+    before = logits.clone()
+    mask_block_rows([auto], [64], logits, [drafts])
+    bitmask = auto.new_bitmask(block)
+    auto.fill_block_masks(drafts, bitmask)
+    expected = before[0].clone()
+    apply_bitmask(expected, bitmask)
+    assert torch.equal(logits[0], expected)
+    assert torch.equal(logits[0, : len(text) + 1], before[0, : len(text) + 1])
+    assert bool(torch.isinf(logits[0, len(text) + 2]).any())
+
+
+def test_columns_past_the_grammars_vocabulary_are_banned_even_on_free_text(compiler, smollm2_tokenizer) -> None:
+    (_, auto, _), _ = _matchers(compiler, smollm2_tokenizer)
+    padded = torch.randn(2, VOCAB_SIZE + 64)             # an LM head padded past the tokenizer
+    before = padded.clone()
+    mask_rows([auto, None], [64, 64], padded)
+    assert bool(torch.isinf(padded[0, VOCAB_SIZE:]).all())
+    assert torch.equal(padded[0, :VOCAB_SIZE], before[0, :VOCAB_SIZE])
+    assert torch.equal(padded[1], before[1])
+    blocks = torch.randn(1, 3, VOCAB_SIZE + 64)
+    mask_block_rows([auto], [64], blocks, [[]])
+    assert bool(torch.isinf(blocks[0, :, VOCAB_SIZE:]).all())

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.local.ngram import ngram_continuation
+from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import LOOKUP_AGREE, takes_lookup
 from turnspec.speculator.blocks import block_inputs
@@ -274,16 +274,17 @@ def _with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anch
     """drafts [b, blk-1] with each active row's block swapped for the prompt-lookup continuation
     of its tokens up to the anchor where `takes_lookup` says the engine would: the drafter
     expects fewer than LOOKUP_BELOW accepted drafts (the sum of the cumulative products of its
-    draft probabilities), or the continuation starts with its first drafts and is longer than
-    the block it would verify (every draft: no confidence cut, as on CUDA). -1 pads a shorter
-    continuation and is never accepted."""
+    draft probabilities), the continuation starts with its first drafts and is longer than
+    the block it would verify (every draft: no confidence cut, as on CUDA), or its source
+    matches the last LOOKUP_MATCH tokens and it offers more than the drafter expects. -1 pads a
+    shorter continuation and is never accepted."""
     width = drafts.shape[1]
     expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1).tolist()
     rows, at, live = drafts.tolist(), anchor.tolist(), active.tolist()
     for r, row in enumerate(rows):
         if not live[r]:
             continue
-        cont = ngram_continuation(host_ids[r][: at[r] + 1], width)
-        if takes_lookup(cont, row[:LOOKUP_AGREE], width, expected[r], LOOKUP_BELOW):
+        cont, match = ngram_lookup(host_ids[r][: at[r] + 1], width)
+        if takes_lookup(cont, row[:LOOKUP_AGREE], width, expected[r], LOOKUP_BELOW, match):
             rows[r] = cont + [-1] * (width - len(cont))
     return torch.tensor(rows, dtype=drafts.dtype, device=drafts.device)

@@ -6,7 +6,9 @@ earlier agent line paraphrased, a tool result spoken), and the drafter has learn
 in the shapes it was trained on; on its worst held-out turns it committed one token per step
 through a sentence that stands verbatim three messages up. The spec step takes this
 continuation instead of the drafter's block when the drafter expects little of its own block
-(spec_step.py; docs/history/notes/cpu-spec-step.md). Drafts are proposals either way: the
+(docs/history/notes/cpu-spec-step.md), or when the source matches a long run of the last tokens
+(`ngram_lookup`'s match: a copy in progress) and offers more than the drafter expects
+(spec_step.py). Drafts are proposals either way: the
 target verifies them, so output is unchanged. Host-side: one backwards scan for the last token,
 then an n-gram check per hit.
 """
@@ -18,11 +20,19 @@ def ngram_continuation(tokens: list[int], max_len: int, ngram_min: int = 2,
                        ngram_max: int = 4) -> list[int]:
     """Up to `max_len` tokens that followed the most recent earlier occurrence of the longest
     matching suffix of `tokens` (length ngram_max..ngram_min); [] if none."""
+    return ngram_lookup(tokens, max_len, ngram_min, ngram_max)[0]
+
+
+def ngram_lookup(tokens: list[int], max_len: int, ngram_min: int = 2, ngram_max: int = 4,
+                 match_cap: int = 16) -> tuple[list[int], int]:
+    """(`ngram_continuation`'s continuation, how many of the last tokens its source matches),
+    the match counted on past ngram_max up to match_cap; ([], 0) if none. A source that matches
+    the last 6+ tokens is a copy in progress (a tool call repeated, a line read back)."""
     if not 1 <= ngram_min <= ngram_max:
         raise ValueError(f"ngram sizes: expected 1 <= ngram_min <= ngram_max, got {ngram_min}, {ngram_max}")
     end = len(tokens) - 1  # the anchor: the last token
     if end < ngram_min or max_len < 1:
-        return []
+        return [], 0
     last = tokens[end]
     best_n, best_j = 0, -1
     for j in range(end - 1, ngram_min - 2, -1):  # latest occurrences first
@@ -36,5 +46,8 @@ def ngram_continuation(tokens: list[int], max_len: int, ngram_min: int = 2,
             if n == ngram_max:
                 break
     if best_n < ngram_min:
-        return []
-    return tokens[best_j + 1 : min(best_j + 1 + max_len, end + 1)]
+        return [], 0
+    n = best_n  # the chosen source, matched further back
+    while n < match_cap and best_j - n >= 0 and tokens[best_j - n] == tokens[end - n]:
+        n += 1
+    return tokens[best_j + 1 : min(best_j + 1 + max_len, end + 1)], n

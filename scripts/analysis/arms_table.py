@@ -31,7 +31,10 @@ def load_arms(folder: Path) -> dict[str, dict[str, dict[str, dict]]]:
         m = NAME.match(path.name)
         if not m:
             continue
-        for blk, run in json.loads(path.read_text())["by_block"].items():
+        found = json.loads(path.read_text())
+        # one block size: eval writes that block's dict itself, not {"by_block": {...}}
+        by_block = found["by_block"] if "by_block" in found else {str(found["block_size"]): found}
+        for blk, run in by_block.items():
             arms.setdefault(m["arm"], {}).setdefault(blk, {}).update(run["eval"])
     if not arms:
         raise SystemExit(f"{folder}: no tau-ARM-SET.json files (expected broad.sh train's output)")

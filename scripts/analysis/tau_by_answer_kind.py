@@ -40,7 +40,9 @@ def answer_kind(answer: str) -> str:
 
 
 def ordered(samples: list[Sample], split: str, n: int, max_len: int = 2048) -> list[Sample]:
-    """The turns of `split` in the order of `speculator eval`'s rows."""
+    """The turns of `split` in the order of `speculator eval`'s rows (NAME+lookup: NAME's turns,
+    replayed in the same order by `speculator eval --lookup`)."""
+    split = split.removesuffix("+lookup")
     splits = eval_splits(samples, n)
     if split not in splits:
         raise SystemExit(f"split {split!r}: not in these samples; expected one of {sorted(splits)}")

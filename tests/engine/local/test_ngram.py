@@ -1,10 +1,11 @@
-"""Prompt-lookup continuations: longest matching suffix, latest occurrence, bounded length."""
+"""Prompt-lookup continuations: longest matching suffix, latest occurrence, bounded length, and
+how far back the chosen source matches."""
 
 from __future__ import annotations
 
 import pytest
 
-from turnspec.engine.local.ngram import ngram_continuation
+from turnspec.engine.local.ngram import ngram_continuation, ngram_lookup
 
 
 def test_continues_the_latest_longest_match() -> None:
@@ -26,3 +27,14 @@ def test_no_match_and_bounds() -> None:
     assert ngram_continuation([7], 4) == []
     with pytest.raises(ValueError, match="ngram_min"):
         ngram_continuation([1, 2], 2, ngram_min=3, ngram_max=2)
+
+
+def test_the_match_is_counted_back_past_the_ngram_size() -> None:
+    call = [40, 41, 42, 43, 44, 45, 46, 47]               # an earlier tool call
+    toks = [1, *call, 9, 9, 40, 41, 42, 43, 44, 45, 46]   # the same call again, 7 tokens in
+    cont, match = ngram_lookup(toks, 3)
+    assert cont == [47, 9, 9] and cont == ngram_continuation(toks, 3)
+    assert match == 7                                     # past ngram_max=4
+    assert ngram_lookup(toks, 3, match_cap=5)[1] == 5
+    assert ngram_lookup([3, 8, 1, 3, 8], 2) == ([1, 3], 2)  # a bare 2-gram match
+    assert ngram_lookup([1, 2, 3], 2) == ([], 0)

@@ -137,6 +137,18 @@ def test_lookup_is_taken_when_the_drafter_expects_little_or_agrees_and_it_runs_l
     assert not takes_lookup([5], [5, 6], verified=0, expected=0.0, below=2.0)    # one token: never
 
 
+def test_a_long_copy_in_progress_is_taken_over_a_confident_drafter() -> None:
+    from turnspec.engine.local.spec_step import LOOKUP_MATCH, takes_lookup
+
+    cont = list(range(10, 25))                            # 15 tokens to copy
+    sure = dict(verified=15, expected=4.0, below=2.0)     # the drafter expects 4, disagrees
+    assert not takes_lookup(cont, [1, 2], **sure)                              # no match given
+    assert not takes_lookup(cont, [1, 2], **sure, match=LOOKUP_MATCH - 1)      # too short a match
+    assert takes_lookup(cont, [1, 2], **sure, match=LOOKUP_MATCH)              # a copy in progress
+    assert not takes_lookup(cont[:5], [1, 2], **sure, match=16)                # offers 5, not > 4 + 1
+    assert takes_lookup(cont[:6], [1, 2], **sure, match=16)
+
+
 @pytest.mark.parametrize("lookup", [False, True])
 def test_sampled_speculation_has_target_distribution(tmp_path: Path, lookup: bool) -> None:
     """Two sampled tokens after a fixed prompt: the empirical joint distribution of

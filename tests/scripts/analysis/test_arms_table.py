@@ -16,20 +16,21 @@ arms_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(arms_table)
 
 
-def _write(folder: Path, arm: str, rows: list[list[int]]) -> None:
-    """tau-ARM-evalset.json as `speculator eval --json` writes it, one split at B=16."""
+def _write(folder: Path, arm: str, rows: list[list[int]], one_block: bool = False) -> None:
+    """tau-ARM-evalset.json as `speculator eval --json` writes it, one split at B=16: under
+    "by_block" when several block sizes were asked for, the block's own dict when one was."""
     tokens, steps = sum(t for t, _ in rows), sum(s for _, s in rows)
     e = {"tau": tokens / steps, "tokens": tokens, "steps": steps, "samples": len(rows),
          "ci90": list(tau_interval([t for t, _ in rows], [s for _, s in rows])), "rows": rows}
     run = {"block_size": 16, "eval": {"independent-voice": e}}
-    (folder / f"tau-{arm}-evalset.json").write_text(json.dumps({"by_block": {"16": run}}))
+    (folder / f"tau-{arm}-evalset.json").write_text(json.dumps(run if one_block else {"by_block": {"16": run}}))
 
 
 def test_gain_is_paired_over_the_same_turns(tmp_path: Path) -> None:
     base = [[20, 10], [159, 11], [40, 14], [12, 6]] * 6
     better = [[t, s - (i % 2 == 0)] for i, (t, s) in enumerate(base)]
     _write(tmp_path, "default", base)
-    _write(tmp_path, "mix", better)
+    _write(tmp_path, "mix", better, one_block=True)   # `eval --block-size 16` alone
     table = arms_table.compare(arms_table.load_arms(tmp_path), "default")
     r = table["mix"]["independent-voice"]["B16"]
     want = sum(t for t, _ in better) / sum(s for _, s in better) - sum(t for t, _ in base) / sum(

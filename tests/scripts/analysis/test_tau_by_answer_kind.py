@@ -47,6 +47,7 @@ def test_rows_split_by_kind_and_refused_out_of_order(smollm2_dir, tmp_path):
     (tmp_path / "s.jsonl").write_text("".join(s.to_json() + "\n" for s in samples))
     turns = kinds.ordered(samples, "independent-voice", 512)
     assert len(turns) == 5 and [len(s.input_ids) for s in turns] == sorted(len(s.input_ids) for s in samples)
+    assert kinds.ordered(samples, "independent-voice+lookup", 512) == turns  # eval --lookup's rows
     rows = [[len(s.input_ids) - s.prompt_len, 2 + i] for i, s in enumerate(turns)]
     tau = {"by_block": {"16": {"eval": {"independent-voice": {"samples": 5, "rows": rows}}}}}
     (tmp_path / "tau.json").write_text(json.dumps(tau))

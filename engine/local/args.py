@@ -28,8 +28,8 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="verify only drafts whose cumulative drafter probability is at least "
                         "this; 0 verifies whole blocks (default: 0.1 on CPU, 0 on CUDA)")
     g.add_argument("--spec-lookup", choices=("on", "off"), default=None,
-                   help="prompt-lookup drafts where the drafter expects little (default: on on "
-                        "CPU, off on CUDA)")
+                   help="prompt-lookup drafts where the drafter expects little or a span of the "
+                        "context is being copied (default: on on CPU, off on CUDA)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)

@@ -33,8 +33,6 @@ from turnspec.tools_grammar.grammar import GrammarCompiler, ToolGrammarMatcher, 
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
 from turnspec.workloads import scenarios_for
 
-_us = us_stats
-
 
 def bench_compile(compiler: GrammarCompiler, fmt, domain_tools: list[list]) -> dict:
     out = {}
@@ -50,7 +48,7 @@ def bench_compile(compiler: GrammarCompiler, fmt, domain_tools: list[list]) -> d
                 t1 = time.perf_counter_ns()
                 compiler.compile(tools, choice, fmt)
                 hit.append(time.perf_counter_ns() - t1)
-        out[mode] = {"cold_ms": {k: v / 1000 if k != "n" else v for k, v in _us(cold).items()}, "cached_us": _us(hit)}
+        out[mode] = {"cold_ms": {k: v / 1000 if k != "n" else v for k, v in us_stats(cold).items()}, "cached_us": us_stats(hit)}
     return out
 
 
@@ -69,7 +67,7 @@ def bench_tokens(matchers: list[tuple[ToolGrammarMatcher, list[int]]]) -> dict:
             accept.append(t2 - t1)
         matcher.rollback(len(tokens))
     total = [a + b for a, b in zip(fill, accept, strict=True)]
-    return {"fill_us": _us(fill), "accept_us": _us(accept), "fill_plus_accept_us": _us(total)}
+    return {"fill_us": us_stats(fill), "accept_us": us_stats(accept), "fill_plus_accept_us": us_stats(total)}
 
 
 def _loop_block(matcher: ToolGrammarMatcher, drafts: list[int], bitmask: torch.Tensor) -> None:
@@ -104,7 +102,7 @@ def bench_blocks(matchers: list[tuple[ToolGrammarMatcher, list[int]]], block: in
                 results[name].append(time.perf_counter_ns() - t0)
             matcher.accept_tokens(tokens[start:start + 2])
         matcher.reset()
-    out = {name: _us(samples) for name, samples in results.items() if samples}
+    out = {name: us_stats(samples) for name, samples in results.items() if samples}
     out["per_position_us"] = out["all_accepted"]["mean"] / block
     return out
 
@@ -124,7 +122,7 @@ def bench_apply(vocab: int, block: int, device: str) -> dict:
             sync()
             if i >= 20:  # warm-up (first CUDA/Triton launch compiles)
                 samples.append(time.perf_counter_ns() - t0)
-        out[name] = _us(samples)
+        out[name] = us_stats(samples)
     return out
 
 

@@ -147,7 +147,6 @@ def tau_interval(tokens: Sequence[int], steps: Sequence[int], level: float = 0.9
     return (float(lo), float(hi))
 
 
-
 def tau_difference_interval(tokens: Sequence[int], steps_a: Sequence[int], steps_b: Sequence[int],
                             level: float = 0.9, n_boot: int = 2000,
                             seed: int = 0) -> tuple[float, float]:
@@ -170,6 +169,7 @@ def tau_difference_interval(tokens: Sequence[int], steps_a: Sequence[int], steps
     diffs = ta[ok] / sb[ok] - ta[ok] / sa[ok]
     lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
     return (float(lo), float(hi))
+
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
             max_len: int, context: ReplayContext, lookup: bool = False) -> tuple[Tensor, Tensor, Tensor]:

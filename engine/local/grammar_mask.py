@@ -76,9 +76,10 @@ def mask_block_rows(grammars: list[ToolGrammarMatcher | None], remaining: list[i
     # rows left all-allowed (free text, rows past a refused draft, rows without a grammar) are
     # skipped: one numpy check over the bitmask (new_bitmask starts with every bit set; numpy,
     # because torch's CPU dispatch costs ~5x more than the check on arrays this small)
-    masked = np.flatnonzero((bitmask.numpy() != -1).any(axis=1)).tolist()
     if _pads_past(bitmask, vocab):
         masked = [r * block + k for r in rows for k in range(block)]
+    else:
+        masked = np.flatnonzero((bitmask.numpy() != -1).any(axis=1)).tolist()
     if not masked:
         return
     flat = logits.view(b * block, vocab)  # a view: masked in place (fails, never copies, if strided)

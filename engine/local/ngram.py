@@ -16,18 +16,13 @@ then an n-gram check per hit.
 from __future__ import annotations
 
 
-def ngram_continuation(tokens: list[int], max_len: int, ngram_min: int = 2,
-                       ngram_max: int = 4) -> list[int]:
-    """Up to `max_len` tokens that followed the most recent earlier occurrence of the longest
-    matching suffix of `tokens` (length ngram_max..ngram_min); [] if none."""
-    return ngram_lookup(tokens, max_len, ngram_min, ngram_max)[0]
-
-
 def ngram_lookup(tokens: list[int], max_len: int, ngram_min: int = 2, ngram_max: int = 4,
                  match_cap: int = 16) -> tuple[list[int], int]:
-    """(`ngram_continuation`'s continuation, how many of the last tokens its source matches),
-    the match counted on past ngram_max up to match_cap; ([], 0) if none. A source that matches
-    the last 6+ tokens is a copy in progress (a tool call repeated, a line read back)."""
+    """(continuation, match): up to `max_len` tokens that followed the most recent earlier
+    occurrence of the longest matching suffix of `tokens` (length ngram_max..ngram_min), and how
+    many of the last tokens that source matches, counted on past ngram_max up to match_cap;
+    ([], 0) if none. A source that matches the last 6+ tokens is a copy in progress (a tool call
+    repeated, a line read back)."""
     if not 1 <= ngram_min <= ngram_max:
         raise ValueError(f"ngram sizes: expected 1 <= ngram_min <= ngram_max, got {ngram_min}, {ngram_max}")
     end = len(tokens) - 1  # the anchor: the last token

@@ -8,8 +8,8 @@ train` writes them (ARM: the drafter, SET: the data folder it was scored on). Ev
 been scored on the same turns: the script checks each turn's token count against the baseline's
 and stops if they differ. The JSON keeps τ, its interval, the turns and the paired gain for every
 (arm, split, block size); the per-turn rows stay in the eval JSONs.
-e.g. the equal-time arms of 2026-12-04 (docs/gpu-runs/2026-12-04-equal-time/calls.md):
-  python scripts/analysis/arms_table.py /tmp/broad --json docs/gpu-runs/2026-12-04-equal-time/tau.json
+e.g. the arms of a `broad.sh train` run, its broad-train.tgz unpacked in DIR:
+  python scripts/analysis/arms_table.py DIR --json tau.json
 """
 
 from __future__ import annotations

@@ -109,6 +109,8 @@ def main() -> int:
         after = served(url)
         spec[name] = None if before is None or after is None else {
             k: after[k] - before[k] for k in after}
+        if spec[name] is not None and spec[name]["verify_steps"]:
+            spec[name]["per_step"] = spec[name]["accepted"] / spec[name]["verify_steps"]
     written = Counter(t["written"] for t in turns)
     counts = {name: Counter(r["kind"] for r in rows) for name, rows in results.items()}
     names = list(results)
@@ -121,12 +123,8 @@ def main() -> int:
     print(f"{'same answer as ' + names[0]:24s}" + "".join(
         f"{sum(a['text'] == b['text'] for a, b in zip(first, results[n], strict=True)):14d}" for n in names))
     for key, label in (("per_step", "accepted per verify step"), ("output_tokens", "output tokens")):
-        cells = []
-        for n in names:
-            m = spec[n]
-            if m is not None and m["verify_steps"]:
-                m["per_step"] = m["accepted"] / m["verify_steps"]
-            cells.append("-" if m is None or key not in m else f"{m[key]:.2f}" if key == "per_step" else f"{m[key]:.0f}")
+        cells = ["-" if m is None or key not in m else f"{m[key]:.2f}" if key == "per_step"
+                 else f"{m[key]:.0f}" for m in (spec[n] for n in names)]
         print(f"{label:24s}" + "".join(f"{c:>14s}" for c in cells))
     for name in names:
         for r in results[name][:3]:

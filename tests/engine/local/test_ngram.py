@@ -5,35 +5,40 @@ from __future__ import annotations
 
 import pytest
 
-from turnspec.engine.local.ngram import ngram_continuation, ngram_lookup
+from turnspec.engine.local.ngram import ngram_lookup
+
+
+def continuation(tokens: list[int], max_len: int, **sizes: int) -> list[int]:
+    """The continuation alone, as the tests below read it."""
+    return ngram_lookup(tokens, max_len, **sizes)[0]
 
 
 def test_continues_the_latest_longest_match() -> None:
     toks = [5, 6, 7, 1, 5, 6, 7, 2, 9, 6, 7]
     # suffix [6, 7]: latest earlier occurrence at 5..6 -> continues [2, 9, 6]
-    assert ngram_continuation(toks, 3) == [2, 9, 6]
+    assert continuation(toks, 3) == [2, 9, 6]
     # a longer match wins over a later shorter one: suffix [5, 6, 7] only occurs at 0..2
     toks2 = [5, 6, 7, 1, 6, 7, 2, 5, 6, 7]
-    assert ngram_continuation(toks2, 2) == [1, 6]
+    assert continuation(toks2, 2) == [1, 6]
     # capped at 2-grams, the later [6, 7] at 4..5 is the latest match
-    assert ngram_continuation(toks2, 2, ngram_min=2, ngram_max=2) == [2, 5]
+    assert continuation(toks2, 2, ngram_min=2, ngram_max=2) == [2, 5]
 
 
 def test_no_match_and_bounds() -> None:
-    assert ngram_continuation([1, 2, 3, 4], 5) == []          # no earlier occurrence
-    assert ngram_continuation([1, 2, 9, 2], 5) == []          # [9, 2] never seen before
-    assert ngram_continuation([3, 4, 8, 3, 4], 1) == [8]      # max_len caps the copy
-    assert ngram_continuation([3, 4, 3, 4], 9) == [3, 4]      # never past the anchor
-    assert ngram_continuation([7], 4) == []
+    assert continuation([1, 2, 3, 4], 5) == []          # no earlier occurrence
+    assert continuation([1, 2, 9, 2], 5) == []          # [9, 2] never seen before
+    assert continuation([3, 4, 8, 3, 4], 1) == [8]      # max_len caps the copy
+    assert continuation([3, 4, 3, 4], 9) == [3, 4]      # never past the anchor
+    assert continuation([7], 4) == []
     with pytest.raises(ValueError, match="ngram_min"):
-        ngram_continuation([1, 2], 2, ngram_min=3, ngram_max=2)
+        continuation([1, 2], 2, ngram_min=3, ngram_max=2)
 
 
 def test_the_match_is_counted_back_past_the_ngram_size() -> None:
     call = [40, 41, 42, 43, 44, 45, 46, 47]               # an earlier tool call
     toks = [1, *call, 9, 9, 40, 41, 42, 43, 44, 45, 46]   # the same call again, 7 tokens in
     cont, match = ngram_lookup(toks, 3)
-    assert cont == [47, 9, 9] and cont == ngram_continuation(toks, 3)
+    assert cont == [47, 9, 9] and cont == continuation(toks, 3)
     assert match == 7                                     # past ngram_max=4
     assert ngram_lookup(toks, 3, match_cap=5)[1] == 5
     assert ngram_lookup([3, 8, 1, 3, 8], 2) == ([1, 3], 2)  # a bare 2-gram match

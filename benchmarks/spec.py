@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "blocks; default: the engine's, --spec-min-confidence or 0.1 CPU / 0 CUDA)")
     p.add_argument("--lookups", default=None,
                    help="prompt-lookup settings to try: off, on or off,on (default: the engine's, "
-                        "--spec-lookup or on CPU / off CUDA)")
+                        "--spec-lookup, on by default)")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
     p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")

@@ -36,9 +36,10 @@ class LocalEngineConfig:
     # verify only drafts with cumulative drafter probability >= this (spec_step.py); None:
     # CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with its length there), 0 on CUDA
     spec_min_confidence: float | None = None
-    # prompt-lookup drafts where the drafter expects little (spec_step.py, ngram.py); None: on
-    # on CPU (measured there, docs/history/notes/cpu-spec-step.md), off on CUDA (not measured yet)
-    spec_lookup: bool | None = None
+    # prompt-lookup drafts where the drafter expects little or a span of the context is being
+    # copied (spec_step.py, ngram.py); on by default on CPU and CUDA (docs/benchmarks.md: voice
+    # 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
+    spec_lookup: bool = True
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -72,8 +73,8 @@ class LocalEngineConfig:
             raise ValueError(f"spec_policy: expected one of {SPEC_POLICY_MODES}, got {self.spec_policy!r}")
         if self.spec_min_confidence is not None and not 0 <= self.spec_min_confidence < 1:
             raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
-        if self.spec_lookup is not None and not isinstance(self.spec_lookup, bool):
-            raise ValueError(f"spec_lookup: expected True, False or None, got {self.spec_lookup!r}")
+        if not isinstance(self.spec_lookup, bool):
+            raise ValueError(f"spec_lookup: expected True or False, got {self.spec_lookup!r}")
         if self.cpu_gemm not in CPU_GEMMS:
             raise ValueError(f"cpu_gemm: expected one of {CPU_GEMMS}, got {self.cpu_gemm!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):

@@ -117,7 +117,7 @@ class EngineCore:
             mode=cfg.spec_policy,
             min_confidence=cfg.spec_min_confidence if cfg.spec_min_confidence is not None
             else (CPU_SPEC_MIN_CONFIDENCE if on_cpu else 0.0),
-            lookup=cfg.spec_lookup if cfg.spec_lookup is not None else on_cpu)
+            lookup=cfg.spec_lookup)
         self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size

@@ -25,7 +25,23 @@ def test_cpu_gemm_takes_auto_or_a_backend() -> None:
     ({"admit_min_free": 40}, "admit_min_free=40: expected at most max_batch=32"),
     ({"spec_policy": "never"}, "spec_policy: expected one of"),
     ({"threads": 0}, "threads: expected a positive integer or None (torch's default), got 0"),
+    ({"spec_lookup": None}, "spec_lookup: expected True or False, got None"),
+    ({"spec_lookup": "on"}, "spec_lookup: expected True or False, got 'on'"),
 ])
 def test_bad_knobs_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         LocalEngineConfig(model_dir="m", **kwargs)
+
+
+def test_prompt_lookup_is_on_by_default() -> None:
+    """On CPU and CUDA alike: the default no longer depends on the device (the H200 timed it on
+    independent voice turns: docs/benchmarks.md); `--spec-lookup off` is the way out."""
+    import argparse
+
+    from turnspec.engine.local.args import add_engine_args
+
+    assert LocalEngineConfig(model_dir="m").spec_lookup is True
+    p = argparse.ArgumentParser()
+    add_engine_args(p)
+    assert p.parse_args([]).spec_lookup == "on"
+    assert p.parse_args(["--spec-lookup", "off"]).spec_lookup == "off"

@@ -16,7 +16,7 @@ the τ of the drafter with lookup, as the local engine serves it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -30,6 +30,10 @@ from turnspec.engine.local.spec_step import LOOKUP_AGREE, takes_lookup
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
 from turnspec.speculator.target import FrozenTarget
+
+# pick(drafts, logits, anchor, active, accepted_of) -> the drafts a replayed step verifies
+# (`replay_steps`); accepted_of(candidates) -> what the target would accept of each row's
+Pick = Callable[[Tensor, Tensor, Tensor, Tensor, Callable[[Tensor], Tensor]], Tensor]
 
 
 @dataclass(slots=True, frozen=True)
@@ -231,11 +235,14 @@ def replay_context(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Samp
 
 def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
                  max_len: int, context: ReplayContext | None = None,
-                 lookup: bool = False) -> Iterator[ReplayStep]:
+                 lookup: bool = False, pick: Pick | None = None) -> Iterator[ReplayStep]:
     """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
     (scripts/analysis/tau_misses.py reads which token each step stopped at). `context`: the
     batch's `replay_context`, when several block sizes share it. `lookup`: a row takes the
-    prompt-lookup continuation of its tokens so far where the engine would (`_with_lookup`)."""
+    prompt-lookup continuation of its tokens so far where the engine would (`with_lookup`).
+    `pick`: instead, each step's drafts are what pick(drafts, logits, anchor, active,
+    accepted_of) returns, where accepted_of(candidates [b, blk-1]) counts the drafts the target
+    would accept of any candidate block (scripts/analysis/lookup_oracle.py: the best choice)."""
     if context is None:
         context = replay_context(drafter, target, seqs, max_len, blk)
     if blk > context.pad:
@@ -256,11 +263,16 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
                                       context.vs, anchor)
             logits = target.logits(h[:, 1:])                               # [b, blk-1, V]
             drafts = logits.argmax(-1)                                     # [b, blk-1]
-            if host_ids is not None:
-                drafts = _with_lookup(drafts, logits, host_ids, anchor, active)
-            truth = ids.gather(1, pos[:, 1:])
-            hit = (drafts == truth) & (pos[:, 1:] <= end[:, None])
-            accepted = hit.long().cumprod(-1).sum(-1)                      # [b]
+            truth, valid = ids.gather(1, pos[:, 1:]), pos[:, 1:] <= end[:, None]
+
+            def accepted_of(cand: Tensor, truth: Tensor = truth, valid: Tensor = valid) -> Tensor:
+                return ((cand == truth) & valid).long().cumprod(-1).sum(-1)  # [b]
+
+            if pick is not None:
+                drafts = pick(drafts, logits, anchor, active, accepted_of)
+            elif host_ids is not None:
+                drafts = with_lookup(drafts, logits, host_ids, anchor, active)
+            accepted = accepted_of(drafts)
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
             yield ReplayStep(anchor, accepted, produced, active)
             anchor = torch.where(active, anchor + produced, anchor)
@@ -269,7 +281,7 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
 LOOKUP_BELOW = SpecPolicy().lookup_below  # the engine's default
 
 
-def _with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anchor: Tensor,
+def with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anchor: Tensor,
                  active: Tensor) -> Tensor:
     """drafts [b, blk-1] with each active row's block swapped for the prompt-lookup continuation
     of its tokens up to the anchor where `takes_lookup` says the engine would: the drafter

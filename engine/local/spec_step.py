@@ -70,7 +70,7 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
     expected = None
     if probs is not None:
         reach = probs.cumprod(dim=-1) * (slots < limit.unsqueeze(1))  # P(draft k is accepted)
-        # expected accepted drafts per row: a host sync of its own (lookup is off on CUDA)
+        # expected accepted drafts per row (for lookup's choice): a host sync of its own
         expected = reach.sum(dim=-1).tolist() if policy.lookup else None
         if theta > 0:  # drafts worth verifying: cumulative drafter probability >= theta
             limit = torch.minimum(limit, (reach >= theta).sum(dim=-1))

@@ -32,7 +32,7 @@ from turnspec.speculator.data import Sample
 from turnspec.speculator.target import FrozenTarget
 
 # pick(drafts, logits, anchor, active, accepted_of) -> the drafts a replayed step verifies
-# (`replay_steps`); accepted_of(candidates) -> what the target would accept of each row's
+# (`replay_steps`); accepted_of(candidates [b, blk-1]) -> [b] drafts the target would accept
 Pick = Callable[[Tensor, Tensor, Tensor, Tensor, Callable[[Tensor], Tensor]], Tensor]
 
 
@@ -243,6 +243,9 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
     `pick`: instead, each step's drafts are what pick(drafts, logits, anchor, active,
     accepted_of) returns, where accepted_of(candidates [b, blk-1]) counts the drafts the target
     would accept of any candidate block (scripts/analysis/lookup_oracle.py: the best choice)."""
+    if lookup and pick is not None:
+        raise ValueError("replay_steps: lookup and pick both given; expected one way to choose "
+                         "the drafts")
     if context is None:
         context = replay_context(drafter, target, seqs, max_len, blk)
     if blk > context.pad:

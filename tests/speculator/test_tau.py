@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnspec.speculator.tau import tau_difference_interval, tau_interval
+from turnspec.speculator.tau import replay_steps, tau_difference_interval, tau_interval
 
 
 def test_identical_turns_give_a_point_interval() -> None:
@@ -50,3 +50,11 @@ def test_a_small_shared_gain_is_told_from_zero_only_when_paired() -> None:
     assert same == pytest.approx((0.0, 0.0))
     with pytest.raises(ValueError, match="one of each per turn"):
         tau_difference_interval([1, 2], [1, 1], [1])
+
+
+def test_replay_refuses_two_ways_to_choose_the_drafts() -> None:
+    """`lookup` (the engine's rule) and `pick` (a caller's choice) exclude each other: one of
+    them silently winning would score something other than what was asked."""
+    steps = replay_steps(None, None, [], 16, 2048, lookup=True, pick=lambda d, *_: d)
+    with pytest.raises(ValueError, match="lookup and pick both given"):
+        next(steps)

@@ -40,6 +40,9 @@ class LocalEngineConfig:
     # copied (spec_step.py, ngram.py); on by default on CPU and CUDA (docs/benchmarks.md: voice
     # 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
     spec_lookup: bool = True
+    # greedy rows also verify the block the lookup rule did not pick, in the same pass, and keep
+    # the longer (branch.py): one more verify row each; off by default until timed on a GPU
+    spec_two_branch: bool = False
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -75,6 +78,8 @@ class LocalEngineConfig:
             raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
         if not isinstance(self.spec_lookup, bool):
             raise ValueError(f"spec_lookup: expected True or False, got {self.spec_lookup!r}")
+        if not isinstance(self.spec_two_branch, bool):
+            raise ValueError(f"spec_two_branch: expected True or False, got {self.spec_two_branch!r}")
         if self.cpu_gemm not in CPU_GEMMS:
             raise ValueError(f"cpu_gemm: expected one of {CPU_GEMMS}, got {self.cpu_gemm!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from turnspec.engine.local.block_manager import BlockManager
+from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
 from turnspec.engine.local.draft_context import FusedContextKV
@@ -127,6 +128,13 @@ class EngineCore:
                                    cfg.admit_min_free)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter, context_kv)
+        self.branches = None
+        if cfg.spec_two_branch:
+            if self.drafter is None:
+                raise ValueError("spec_two_branch: expected a speculator (--speculator default or "
+                                 "PATH); there is no drafter's block to branch from")
+            self.branches = Branches(self.blocks, self.runner, cfg.max_batch,
+                                     self.drafter.config.block_size)
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up
@@ -223,7 +231,7 @@ class EngineCore:
         if batch.kind == "prefill":
             new_tokens, advance = self._prefill(seqs)
         elif speculative:
-            new_tokens, advance = spec_decode(self.runner, self.policy, seqs)
+            new_tokens, advance = spec_decode(self.runner, self.policy, seqs, self.branches)
         else:
             new_tokens, advance = self._decode(seqs)
         if batch.kind != "prefill" and self.drafter is not None:  # the policy's price of a spec step

@@ -78,6 +78,22 @@ class ModelRunner:
         self.forward_seconds += time.perf_counter() - t0
         return ExtendOutput(hidden, taps)
 
+    @torch.inference_mode()
+    def copy_kv_block(self, src: int, dst: int) -> None:
+        """Target K/V of block `src` into block `dst`, every layer (a second verify branch's
+        copy of the anchor's block: branch.py)."""
+        self.k_pools[:, dst] = self.k_pools[:, src]
+        self.v_pools[:, dst] = self.v_pools[:, src]
+
+    @torch.inference_mode()
+    def copy_kv_slots(self, src: list[int], dst: list[int]) -> None:
+        """Target K/V of slots `src` (block * block_size + offset) into slots `dst`, every layer."""
+        s = torch.tensor(src, device=self.device)
+        d = torch.tensor(dst, device=self.device)
+        for pools in (self.k_pools, self.v_pools):
+            flat = pools.view(pools.shape[0], -1, *pools.shape[3:])
+            flat[:, d] = flat[:, s]
+
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         t0 = time.perf_counter()
         out = self.model.logits(hidden)

@@ -24,6 +24,9 @@ policy.lookup_below), whose continuation agrees with its first drafts and runs l
 more than the drafter expects, takes the continuation of the latest earlier occurrence of its
 last tokens instead (ngram.py), when there is one: copies from the context that the drafter
 cuts short.
+Two-branch verify (`branches`, branch.py; opt-in): a greedy row also verifies the block it did
+not pick, as a shadow row of the same pass, and commits whichever the target accepts further;
+each branch alone is verified exactly as above, so greedy output stays identical.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import time
 
 import torch
 
+from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.grammar_mask import mask_block
 from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.runner import ModelRunner
@@ -53,10 +57,11 @@ LOOKUP_AGREE = 2
 LOOKUP_MATCH = 6
 
 
-def spec_decode(runner: ModelRunner, policy: SpecPolicy,
-                seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
+def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
+                branches: Branches | None = None) -> tuple[list[list[int]], list[int]]:
     """One speculative step for `seqs` (a decode batch): the tokens each row commits and how
-    far each row's computed KV advances."""
+    far each row's computed KV advances. `branches`: greedy rows also verify the block they did
+    not pick (the drafter's, or the lookup continuation) and keep the longer (branch.py)."""
     spec_rows = [policy.speculates(s) for s in seqs]  # paused rows verify their anchor only
     blocks = [s.spec_block if on else 1 for s, on in zip(seqs, spec_rows, strict=True)]
     block = max(blocks)
@@ -77,35 +82,49 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
     lead = drafts[:, :LOOKUP_AGREE].tolist() if policy.lookup else None  # before truncation
     drafts = torch.where(slots < limit.unsqueeze(1), drafts, torch.full_like(drafts, -1))
     drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
+    own = [row[:] for row in drafts_host] if branches is not None else []  # the drafter's blocks
     if policy.lookup and _lookup(seqs, blocks, spec_rows, expected, lead, drafts_host,
                                  policy.lookup_below):
         drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
-    if probs is not None:  # the verify pass shrinks to the longest row still verifying
+    alt_rows, alt_drafts = _other_blocks(seqs, spec_rows, blocks, own, drafts_host,
+                                         branches.max_rows) if branches is not None else ([], [])
+    if alt_rows:  # the second branches ride as extra rows of the same verify pass
+        drafts_host = drafts_host + alt_drafts
+        drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
+    if probs is not None or alt_rows:  # the verify pass shrinks to the longest row still verifying
         block = 1 + max((sum(1 for t in row if t >= 0) for row in drafts_host), default=0)
         drafts, drafts_host = drafts[:, : block - 1], [row[: block - 1] for row in drafts_host]
 
     # verify: target over [anchor, drafts]; -1 slots are fed as token 0 and never accepted
-    rows = [(s, [s.token_ids[-1]] + [max(t, 0) for t in d]) for s, d in zip(seqs, drafts_host, strict=True)]
-    out = runner.extend(rows)
-    logits = runner.logits(out.hidden)  # [b, B, V] fp32
-    mask_block(seqs, logits, drafts_host)
     b = len(seqs)
-    params = [s.request.sampling for s in seqs for _ in range(block)]
-    gens = [s.generator for s in seqs for _ in range(block)]
-    target = sample_rows(logits.view(b * block, -1), params, gens).view(b, block)  # [b, B]
+    shadows = branches.shadows([seqs[r] for r in alt_rows], block) if alt_rows else []
+    vseqs = seqs + [seqs[r] for r in alt_rows]
+    rows = [(row, [s.token_ids[-1]] + [max(t, 0) for t in d])
+            for row, s, d in zip(seqs + shadows, vseqs, drafts_host, strict=True)]
+    out = runner.extend(rows)
+    logits = runner.logits(out.hidden)  # [b (+ branches), B, V] fp32
+    mask_block(vseqs, logits, drafts_host)
+    params = [s.request.sampling for s in vseqs for _ in range(block)]
+    gens = [s.generator for s in vseqs for _ in range(block)]
+    target = sample_rows(logits.view(len(vseqs) * block, -1), params, gens).view(len(vseqs), block)
 
     # accept: longest matching prefix + bonus
     accept_len, _bonus = dflash_accept(drafts, target)
     packed = torch.cat([accept_len.to(torch.int64).unsqueeze(1), target], dim=1).tolist()  # sync #2
+    tap_row = list(range(b))  # the verify row whose tokens each sequence commits
+    for i, r in enumerate(alt_rows):
+        if packed[b + i][0] > packed[r][0]:
+            packed[r], tap_row[r] = packed[b + i], b + i
+            branches.adopt(seqs[r], shadows[i], packed[r][0] + 1)
 
     # commit
     now = time.perf_counter()
     new_tokens, advance, ctx_items = [], [], []
-    for r, (seq, row) in enumerate(zip(seqs, packed, strict=True)):
+    for r, (seq, row) in enumerate(zip(seqs, packed[:b], strict=True)):
         a = row[0]
         new_tokens.append(row[1:a + 2])
         advance.append(a + 1)
-        ctx_items.append((seq, r, seq.num_computed, a + 1))
+        ctx_items.append((seq, tap_row[r], seq.num_computed, a + 1))
         if not spec_rows[r]:
             policy.after_plain_step(seq)
             continue
@@ -114,6 +133,32 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy,
     if out.taps is not None:
         runner.store_context(ctx_items, out.taps)
     return new_tokens, advance
+
+
+def _other_blocks(seqs: list[Sequence], spec_rows: list[bool], blocks: list[int],
+                  own: list[list[int]], chosen: list[list[int]],
+                  max_rows: int) -> tuple[list[int], list[list[int]]]:
+    """For greedy speculating rows, the block each did not pick: the drafter's own where the
+    lookup was taken, else the lookup continuation where there is one that differs; (rows,
+    blocks), at most `max_rows`."""
+    rows, alts = [], []
+    for r, seq in enumerate(seqs):
+        if len(rows) == max_rows:
+            break
+        if not spec_rows[r] or not seq.request.sampling.greedy:
+            continue
+        if chosen[r] != own[r]:
+            other = own[r]
+        else:
+            cont, _ = ngram_lookup(seq.token_ids, blocks[r] - 1)
+            if len(cont) < 2:
+                continue
+            other = cont + [-1] * (len(own[r]) - len(cont))
+            if other == chosen[r]:
+                continue
+        rows.append(r)
+        alts.append(other)
+    return rows, alts
 
 
 def _lookup(seqs: list[Sequence], blocks: list[int], spec_rows: list[bool], expected: list[float],

@@ -32,13 +32,14 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
-           min_confidence: float = 0.0, lookup: bool = False) -> EngineCore:
+           min_confidence: float = 0.0, lookup: bool = False, two_branch: bool = False) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
     # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
                             max_batch=max_batch, spec_policy="always",
-                            spec_min_confidence=min_confidence, spec_lookup=lookup)
+                            spec_min_confidence=min_confidence, spec_lookup=lookup,
+                            spec_two_branch=two_branch)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -94,6 +95,66 @@ def test_confidence_truncated_verify_is_token_identical(tmp_path: Path, seed: in
         verified[th] = [w for w in widths if w <= 8]  # the verify passes
     assert sum(verified[theta]) < sum(verified[0.0]), verified  # shorter verify passes
     assert max(verified[theta]) > 1  # and still some drafts verified
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_two_branch_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, seed: int) -> None:
+    """Greedy rows verify both the drafter's block and the lookup continuation in one pass and
+    keep the longer: output stays plain greedy (the winning branch's KV is copied into the
+    sequence's own slots, so every later token depends on that copy), second branches win at
+    times, and a sampled request in the same batch never branches."""
+    from turnspec.engine.local import spec_step
+    from turnspec.engine.local.branch import Branches
+
+    vocab = 12
+    target = make_target(tmp_path, vocab, seed)
+    g = torch.Generator().manual_seed(seed)
+    motif = torch.randint(2, vocab, (5,), generator=g).tolist()
+    prompts = [motif * 3, motif * 2 + [3, 4], torch.randint(2, vocab, (11,), generator=g).tolist(),
+               motif * 4 + [5]]
+    sampling = SamplingParams(max_tokens=32, ignore_eos=True)
+    plain, _ = run(engine(target, vocab), prompts, sampling)
+    adopted: list[int] = []
+    real = Branches.adopt
+
+    def counting_adopt(self, seq, shadow, count):
+        adopted.append(count)
+        return real(self, seq, shadow, count)
+
+    monkeypatch.setattr(Branches, "adopt", counting_adopt)
+    for lookup, block in ((True, 8), (False, 16)):
+        spec_core = engine(target, vocab, make_drafter(target, block, seed), lookup=lookup,
+                           two_branch=True)
+        got, finals = run(spec_core, prompts, sampling)
+        assert got == plain, f"seed={seed} lookup={lookup}"
+        assert all(f.spec.committed_tokens >= f.spec.verify_steps for f in finals)
+    assert adopted, "no second branch ever won"
+    # a sampled row rides in the same batch and is never branched
+    mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, two_branch=True)
+    mixed.add(GenerateRequest("sampled", prompts[0], SamplingParams(max_tokens=16, temperature=0.8,
+                                                                    seed=seed, ignore_eos=True)))
+    mixed.add(GenerateRequest("greedy", prompts[1], sampling))
+    branched: list[list[str]] = []
+    real_other = spec_step._other_blocks
+
+    def recording_other(seqs, *args):
+        rows, alts = real_other(seqs, *args)
+        branched.append([seqs[r].request.request_id for r in rows])
+        return rows, alts
+
+    monkeypatch.setattr(spec_step, "_other_blocks", recording_other)
+    tokens: dict[str, list[int]] = {"sampled": [], "greedy": []}
+    while mixed.has_work():
+        for d in mixed.step():
+            tokens[d.request_id].extend(d.token_ids)
+    assert tokens["greedy"] == plain[1] and len(tokens["sampled"]) == 16
+    assert any(branched) and not any("sampled" in ids for ids in branched)
+
+
+def test_two_branch_needs_a_drafter(tmp_path: Path) -> None:
+    target = make_target(tmp_path, 12, 0)
+    with pytest.raises(ValueError, match="spec_two_branch: expected a speculator"):
+        engine(target, 12, two_branch=True)
 
 
 @pytest.mark.parametrize("seed", range(3))

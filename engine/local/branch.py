@@ -1,0 +1,80 @@
+"""Two-branch verify for greedy rows: the drafter's block and the prompt-lookup continuation,
+verified side by side in one target pass, the row keeping whichever the target accepts further.
+
+Why: the lookup rule (spec_step.takes_lookup) must pick one of the two blocks before the target
+has seen either. Replayed on the independent voice turns, the best pick per step would add
++0.20 tokens per verify step over the rule (4.95 -> 5.14, scripts/analysis/lookup_oracle.py,
+docs/dflash.md); verifying both gets exactly that, for one more row in the verify batch, which
+costs little where a verify is launch-bound (a GPU at small batch) and about a row's compute
+where it is not (a CPU). So it is opt-in (`--spec-two-branch on`).
+
+How: the second branch runs as a shadow row. Its block table is the sequence's up to the block
+holding the anchor, then scratch blocks reserved once at start: the first a copy of the
+sequence's partial block (the KV before the anchor), the rest written by the verify. When the
+shadow wins, the KV of its committed positions is copied into the sequence's own slots, and the
+drafter's context rows come from its taps. Greedy rows only: with two candidates the sampled
+acceptance rule would no longer keep the target's distribution, and greedy is exact by
+construction (every committed token is the target's argmax from the exact prefix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from turnspec.engine.local.block_manager import BlockManager
+from turnspec.engine.local.runner import ModelRunner
+from turnspec.engine.local.sequence import Sequence
+
+
+@dataclass(slots=True)
+class Shadow:
+    """What the verify pass reads of a sequence (`ModelRunner.extend`), for a second branch."""
+    block_table: list[int]
+    num_computed: int
+
+
+class Branches:
+    """Scratch KV blocks for up to `max_rows` shadow rows of blocks up to `max_block` tokens,
+    taken from the block manager once and never returned."""
+
+    def __init__(self, blocks: BlockManager, runner: ModelRunner, max_rows: int,
+                 max_block: int) -> None:
+        if max_rows < 1 or max_block < 2:
+            raise ValueError(f"Branches: expected max_rows >= 1 and max_block >= 2, got "
+                             f"{max_rows} and {max_block}")
+        self.runner = runner
+        bs = runner.block_size
+        self.per_row = (bs - 1 + max_block - 1) // bs + 1  # blocks from the anchor's on
+        self.max_rows = max_rows
+        need = self.per_row * max_rows
+        if need > blocks.num_free:
+            raise ValueError(f"spec_two_branch: needs {need} scratch KV blocks ({self.per_row} "
+                             f"per row x max_batch {max_rows}), {blocks.num_free} free; expected "
+                             "a larger --kv-memory-gb or a smaller --max-batch")
+        self.pool = blocks.allocate(need)
+
+    def shadows(self, seqs: list[Sequence], block: int) -> list[Shadow]:
+        """A shadow of each of `seqs` (at most max_rows) for a verify of `block` tokens: the
+        sequence's blocks before the anchor's, then scratch, the first holding a copy of the
+        anchor's block."""
+        if len(seqs) > self.max_rows:
+            raise ValueError(f"shadows: {len(seqs)} rows, expected at most {self.max_rows}")
+        bs, out = self.runner.block_size, []
+        for i, seq in enumerate(seqs):
+            first = seq.num_computed // bs
+            need = (seq.num_computed + block - 1) // bs - first + 1
+            if need > self.per_row:
+                raise ValueError(f"shadows: a block of {block} needs {need} scratch blocks, "
+                                 f"expected at most {self.per_row}")
+            scratch = self.pool[i * self.per_row : i * self.per_row + need]
+            self.runner.copy_kv_block(seq.block_table[first], scratch[0])
+            out.append(Shadow(seq.block_table[:first] + scratch, seq.num_computed))
+        return out
+
+    def adopt(self, seq: Sequence, shadow: Shadow, count: int) -> None:
+        """The shadow won: its KV for the `count` positions from the anchor on becomes the
+        sequence's."""
+        bs, start = self.runner.block_size, seq.num_computed
+        positions = range(start, start + count)
+        self.runner.copy_kv_slots([shadow.block_table[p // bs] * bs + p % bs for p in positions],
+                                  [seq.block_table[p // bs] * bs + p % bs for p in positions])

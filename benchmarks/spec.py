@@ -4,7 +4,9 @@ tok/s is decode throughput at concurrency 1 (first token to last; prefill exclud
 prefix cache for every prompt). Configurations run interleaved prompt by prompt, so drift in
 the machine's speed hits them alike. DFlash runs once per policy (engine/local/spec_policy.py),
 block size, verify-confidence threshold (`--confidences`; "p0.1" in the table) and prompt-lookup
-drafts where the drafter expects little (`--lookups`; "+lookup"). On CUDA an untimed pass over every prompt and configuration comes first, so
+drafts where the drafter expects little (`--lookups`; "+lookup"), and one or two verify branches
+(`--two-branches`; "+2branch": greedy rows also verify the block the lookup rule did not pick,
+engine/local/branch.py). On CUDA an untimed pass over every prompt and configuration comes first, so
 Triton compiles (one per new kernel variant) stay out of the timed pass; the JSON records how
 many still happened inside it (`triton_compiles_timed`).
 
@@ -54,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--lookups", default=None,
                    help="prompt-lookup settings to try: off, on or off,on (default: the engine's, "
                         "--spec-lookup, on by default)")
+    p.add_argument("--two-branches", default=None,
+                   help="two-branch verify settings to try: off, on or off,on (greedy rows also "
+                        "verify the block the lookup rule did not pick; default: the engine's, "
+                        "--spec-two-branch, off by default)")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
     p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")
@@ -108,19 +114,20 @@ def decode_one(core, prompt: list[int], max_new: int, block: int | None) -> tupl
 
 
 def _engine_runs(plain_core, spec_core, prompt: list[int], max_new: int,
-                 states: dict[tuple[str, int, float, bool], SpecPolicy]) -> list[tuple]:
-    """`decode_one` for no speculation, then for each (policy, block, confidence, lookup) in
-    `states` order with that configuration's policy state on the spec core."""
+                 states: dict[tuple, tuple[SpecPolicy, object]]) -> list[tuple]:
+    """`decode_one` for no speculation, then for each (policy, block, confidence, lookup,
+    two-branch) in `states` order with that configuration's policy state and second-branch
+    scratch (None: one branch) on the spec core."""
     runs = [decode_one(plain_core, prompt, max_new, None)]
-    for (_, block, _, _), policy in states.items():
-        spec_core.policy = policy
+    for (_, block, *_), (policy, branches) in states.items():
+        spec_core.policy, spec_core.branches = policy, branches
         runs.append(decode_one(spec_core, prompt, max_new, block))
     return runs
 
 
-def _on_off(x: str) -> bool:
+def _on_off(x: str, flag: str = "--lookups") -> bool:
     if x not in ("on", "off"):
-        raise ValueError(f"--lookups: expected on/off values, got {x!r}")
+        raise ValueError(f"{flag}: expected on/off values, got {x!r}")
     return x == "on"
 
 
@@ -129,9 +136,9 @@ def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
 
 
 def _config_label(x: dict) -> str:
-    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup"."""
+    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +2branch"."""
     return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
-            + (" +lookup" if x.get("lookup") else ""))
+            + (" +lookup" if x.get("lookup") else "") + (" +2branch" if x.get("two_branch") else ""))
 
 
 def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
@@ -164,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--repeat {args.repeat}: expected at least 1 timed pass")
     confs = [float(c) for c in args.confidences.split(",")] if args.confidences else []
     lookups = [_on_off(x) for x in args.lookups.split(",")] if args.lookups else []
+    twos = [_on_off(x, "--two-branches") for x in args.two_branches.split(",")] \
+        if args.two_branches else []
     for pol in policies:
         for conf in confs or [0.0]:
             SpecPolicy(mode=pol, min_confidence=conf)  # validates
@@ -174,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
     by_source = {source: spread(prompts, args.n) for source, prompts in heldout.items()}
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")
-    spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks)))
+    spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks),
+                                   spec_two_branch=cfg.spec_two_branch or any(twos)))
+    branches = spec_core.branches  # the second-branch scratch, for the configurations with it
     plain_core = EngineCore(replace(cfg, speculator="none"), tokenizer=spec_core.tokenizer)
     hf = None
     if not args.no_transformers:
@@ -189,14 +200,17 @@ def run(args: argparse.Namespace) -> int:
         _run_hf(hf, warm, 4, eos, None)
     confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
     lookups = lookups or [spec_core.policy.lookup]
-    configs = [(pol, b, c, lk) for pol in policies for b in blocks for c in confs for lk in lookups]
+    twos = twos or [cfg.spec_two_branch]
+    configs = [(pol, b, c, lk, tb) for pol in policies for b in blocks for c in confs
+               for lk in lookups for tb in twos]
+    states = {c: (_policy(c), branches if c[4] else None) for c in configs}
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
-                _engine_runs(plain_core, spec_core, p, args.max_new_tokens,
-                             {c: _policy(c) for c in configs})
+                _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
     compiles0 = compiled_variants()
-    passes = [_timed_pass(plain_core, spec_core, hf, by_source, configs, args, eos)
+    with_branches = {c: br for c, (_, br) in states.items()}
+    passes = [_timed_pass(plain_core, spec_core, hf, by_source, with_branches, args, eos)
               for _ in range(args.repeat)]
     rows = []
     for source, prompts in sorted(by_source.items()):
@@ -209,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
+                                "two_branch": c[4],
                                 "tok_s": r["tok_s"], "tau": r["tau"], "tau_ci90": r["tau_ci90"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
@@ -231,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
               "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
         best = max(row["spec"], key=lambda x: x["tok_s"])
-        row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup")}
+        row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup",
+                                            "two_branch")}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)
@@ -249,15 +265,17 @@ def spread(items: list, n: int) -> list:
     return [items[i * len(items) // n] for i in range(n)]
 
 
-def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: list,
+def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: dict,
                 args: argparse.Namespace, eos: int) -> dict[str, dict]:
     """One timed pass: per source, per configuration ("plain", each config, "hf", "lookup"),
     its totals. Interleaved per prompt (plain, every spec config, transformers, prompt-lookup),
-    so a machine that slows down or speeds up mid-run shifts every configuration alike."""
+    so a machine that slows down or speeds up mid-run shifts every configuration alike.
+    `configs`: each configuration and its second-branch scratch (None: one branch)."""
     out = {}
     for source, prompts in sorted(by_source.items()):
         acc = {name: ConfigTotals() for name in ["plain", *configs, "hf", "lookup"]}
-        states = {c: _policy(c) for c in configs}  # per-config step times
+        # per-config policy state (its step times) and second-branch scratch
+        states = {c: (_policy(c), branches) for c, branches in configs.items()}
         for p in prompts:
             runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
             for name, r in zip(["plain", *configs], runs, strict=True):

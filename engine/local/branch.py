@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from turnspec.engine.local.block_manager import BlockManager
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sequence import Sequence
 
@@ -34,24 +33,28 @@ class Shadow:
 
 
 class Branches:
-    """Scratch KV blocks for up to `max_rows` shadow rows of blocks up to `max_block` tokens,
-    taken from the block manager once and never returned."""
+    """Scratch KV blocks for up to `max_rows` shadow rows of blocks up to `max_block` tokens:
+    the runner's pool blocks from `first_block` on, kept out of the block manager's range (so
+    its prefix cache and `clear` never see them; core.py sizes it)."""
 
-    def __init__(self, blocks: BlockManager, runner: ModelRunner, max_rows: int,
-                 max_block: int) -> None:
+    def __init__(self, runner: ModelRunner, first_block: int, max_rows: int, max_block: int) -> None:
         if max_rows < 1 or max_block < 2:
             raise ValueError(f"Branches: expected max_rows >= 1 and max_block >= 2, got "
                              f"{max_rows} and {max_block}")
         self.runner = runner
-        bs = runner.block_size
-        self.per_row = (bs - 1 + max_block - 1) // bs + 1  # blocks from the anchor's on
+        self.per_row = self.blocks_per_row(runner.block_size, max_block)
         self.max_rows = max_rows
+        pool_blocks = runner.k_pools.shape[1]
         need = self.per_row * max_rows
-        if need > blocks.num_free:
-            raise ValueError(f"spec_two_branch: needs {need} scratch KV blocks ({self.per_row} "
-                             f"per row x max_batch {max_rows}), {blocks.num_free} free; expected "
-                             "a larger --kv-memory-gb or a smaller --max-batch")
-        self.pool = blocks.allocate(need)
+        if first_block < 0 or first_block + need > pool_blocks:
+            raise ValueError(f"Branches: {need} scratch blocks from block {first_block}, expected "
+                             f"them within the runner's {pool_blocks} KV blocks")
+        self.pool = list(range(first_block, first_block + need))
+
+    @staticmethod
+    def blocks_per_row(block_size: int, max_block: int) -> int:
+        """KV blocks a verify of up to `max_block` tokens can touch from its anchor's block on."""
+        return (block_size - 1 + max_block - 1) // block_size + 1
 
     def shadows(self, seqs: list[Sequence], block: int) -> list[Shadow]:
         """A shadow of each of `seqs` (at most max_rows) for a verify of `block` tokens: the

@@ -123,18 +123,23 @@ class EngineCore:
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size
         nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
-        self.blocks = BlockManager(nblocks, block)
-        self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead,
-                                   cfg.admit_min_free)
-        self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
-                                  device, dtype, self.drafter, context_kv)
-        self.branches = None
+        scratch = 0  # KV blocks past the block manager's range: second verify branches (branch.py)
         if cfg.spec_two_branch:
             if self.drafter is None:
                 raise ValueError("spec_two_branch: expected a speculator (--speculator default or "
                                  "PATH); there is no drafter's block to branch from")
-            self.branches = Branches(self.blocks, self.runner, cfg.max_batch,
-                                     self.drafter.config.block_size)
+            scratch = cfg.max_batch * Branches.blocks_per_row(block, self.drafter.config.block_size)
+            if scratch >= nblocks:
+                raise ValueError(f"spec_two_branch: needs {scratch} scratch KV blocks of the "
+                                 f"{nblocks} there are; expected a larger --kv-memory-gb or a "
+                                 "smaller --max-batch")
+        self.blocks = BlockManager(nblocks - scratch, block)
+        self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead,
+                                   cfg.admit_min_free)
+        self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
+                                  device, dtype, self.drafter, context_kv)
+        self.branches = Branches(self.runner, nblocks - scratch, cfg.max_batch,
+                                 self.drafter.config.block_size) if scratch else None
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up

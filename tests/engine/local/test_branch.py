@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from tests.engine.tiny import make_drafter, make_target, make_tokenizer
-from turnspec.engine.local.block_manager import BlockManager
 from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
@@ -65,7 +64,12 @@ def test_adopt_copies_the_committed_positions_only(core: EngineCore) -> None:
         assert float(runner.v_pools[-1, blk, off, -1, -1]) == -want, p
 
 
-def test_scratch_that_does_not_fit_is_refused(core: EngineCore) -> None:
-    with pytest.raises(ValueError, match=r"needs 12 scratch KV blocks \(3 per row x max_batch 4\), "
-                                         r"2 free; expected a larger --kv-memory-gb"):
-        Branches(BlockManager(2, 4), core.runner, 4, 8)
+def test_scratch_lies_past_the_block_manager(core: EngineCore) -> None:
+    """The scratch blocks are the runner's last ones, outside the block manager's range: the
+    prefix cache never hands them out and `clear` (benchmarks) is not blocked by them."""
+    pool_blocks = core.runner.k_pools.shape[1]
+    assert core.branches.pool == list(range(core.blocks.num_blocks, pool_blocks))
+    assert len(core.branches.pool) == 4 * core.branches.per_row
+    core.blocks.clear()
+    with pytest.raises(ValueError, match=f"within the runner's {pool_blocks} KV blocks"):
+        Branches(core.runner, pool_blocks - 1, 4, 8)

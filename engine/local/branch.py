@@ -77,7 +77,6 @@ class Branches:
     def adopt(self, seq: Sequence, shadow: Shadow, count: int) -> None:
         """The shadow won: its KV for the `count` positions from the anchor on becomes the
         sequence's."""
-        bs, start = self.runner.block_size, seq.num_computed
-        positions = range(start, start + count)
-        self.runner.copy_kv_slots([shadow.block_table[p // bs] * bs + p % bs for p in positions],
-                                  [seq.block_table[p // bs] * bs + p % bs for p in positions])
+        start = seq.num_computed
+        self.runner.copy_kv_slots(self.runner.slots(shadow, start, count),
+                                  self.runner.slots(seq, start, count))

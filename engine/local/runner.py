@@ -101,7 +101,9 @@ class ModelRunner:
         return out
 
     # -- drafter ---------------------------------------------------------------------------
-    def _slots(self, seq: Sequence, start: int, count: int) -> list[int]:
+    def slots(self, seq: Sequence, start: int, count: int) -> list[int]:
+        """KV slots (block * block_size + offset) of `count` positions from `start` in `seq`'s
+        block table (a sequence, or a second branch's shadow: branch.py)."""
         bs = self.block_size
         return [seq.block_table[p // bs] * bs + p % bs for p in range(start, start + count)]
 
@@ -116,7 +118,7 @@ class ModelRunner:
         for seq, r, start, count in items:
             rows += [r] * count
             cols += list(range(count))
-            slots += self._slots(seq, start, count)
+            slots += self.slots(seq, start, count)
             positions += list(range(start, start + count))
         dev = self.device
         sel = taps[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]  # [T, K*H]

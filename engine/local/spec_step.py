@@ -83,10 +83,11 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     drafts = torch.where(slots < limit.unsqueeze(1), drafts, torch.full_like(drafts, -1))
     drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
     own = [row[:] for row in drafts_host] if branches is not None else []  # the drafter's blocks
-    if policy.lookup and _lookup(seqs, blocks, spec_rows, expected, lead, drafts_host,
-                                 policy.lookup_below):
+    # each speculating row's lookup continuation and its source's match, found once for both
+    conts = _continuations(seqs, blocks, spec_rows) if policy.lookup or branches is not None else []
+    if policy.lookup and _lookup(conts, expected, lead, drafts_host, policy.lookup_below):
         drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
-    alt_rows, alt_drafts = _other_blocks(seqs, spec_rows, blocks, own, drafts_host,
+    alt_rows, alt_drafts = _other_blocks(seqs, spec_rows, conts, own, drafts_host,
                                          branches.max_rows) if branches is not None else ([], [])
     if alt_rows:  # the second branches ride as extra rows of the same verify pass
         drafts_host = drafts_host + alt_drafts
@@ -135,8 +136,17 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     return new_tokens, advance
 
 
-def _other_blocks(seqs: list[Sequence], spec_rows: list[bool], blocks: list[int],
-                  own: list[list[int]], chosen: list[list[int]],
+def _continuations(seqs: list[Sequence], blocks: list[int],
+                   spec_rows: list[bool]) -> list[tuple[list[int], int] | None]:
+    """Per row, `ngram_lookup`'s (continuation, match) over its tokens, up to its block - 1;
+    None for rows not speculating."""
+    return [ngram_lookup(seq.token_ids, blocks[r] - 1) if spec_rows[r] else None
+            for r, seq in enumerate(seqs)]
+
+
+def _other_blocks(seqs: list[Sequence], spec_rows: list[bool],
+                  conts: list[tuple[list[int], int] | None], own: list[list[int]],
+                  chosen: list[list[int]],
                   max_rows: int) -> tuple[list[int], list[list[int]]]:
     """For greedy speculating rows, the block each did not pick: the drafter's own where the
     lookup was taken, else the lookup continuation where there is one that differs; (rows,
@@ -150,7 +160,7 @@ def _other_blocks(seqs: list[Sequence], spec_rows: list[bool], blocks: list[int]
         if chosen[r] != own[r]:
             other = own[r]
         else:
-            cont, _ = ngram_lookup(seq.token_ids, blocks[r] - 1)
+            cont, _ = conts[r]
             if len(cont) < 2:
                 continue
             other = cont + [-1] * (len(own[r]) - len(cont))
@@ -161,17 +171,17 @@ def _other_blocks(seqs: list[Sequence], spec_rows: list[bool], blocks: list[int]
     return rows, alts
 
 
-def _lookup(seqs: list[Sequence], blocks: list[int], spec_rows: list[bool], expected: list[float],
+def _lookup(conts: list[tuple[list[int], int] | None], expected: list[float],
             lead: list[list[int]], drafts_host: list[list[int]], below: float) -> bool:
     """Swap in prompt-lookup drafts (in place) for speculating rows whose last tokens occurred
     earlier, where the drafter expects fewer than `below` accepted drafts, or where the
     continuation starts with the drafter's own first LOOKUP_AGREE drafts (`lead`, before
     confidence truncation) and runs longer than the drafts it would verify; True if any did."""
     width, swapped = len(drafts_host[0]) if drafts_host else 0, False
-    for r, seq in enumerate(seqs):
-        if not spec_rows[r]:
+    for r, found in enumerate(conts):
+        if found is None:  # not speculating
             continue
-        cont, match = ngram_lookup(seq.token_ids, blocks[r] - 1)
+        cont, match = found
         verified = sum(1 for t in drafts_host[r] if t >= 0)
         if takes_lookup(cont, lead[r], verified, expected[r], below, match):
             drafts_host[r] = cont + [-1] * (width - len(cont))

@@ -135,6 +135,12 @@ def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
+def _states(configs: list[tuple], branches) -> dict[tuple, tuple[SpecPolicy, object]]:
+    """Each configuration's fresh policy state and its second-branch scratch (`branches` where
+    its two-branch setting is on, else None), as `_engine_runs` takes them."""
+    return {c: (_policy(c), branches if c[4] else None) for c in configs}
+
+
 def _config_label(x: dict) -> str:
     """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +2branch"."""
     return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
@@ -203,14 +209,13 @@ def run(args: argparse.Namespace) -> int:
     twos = twos or [cfg.spec_two_branch]
     configs = [(pol, b, c, lk, tb) for pol in policies for b in blocks for c in confs
                for lk in lookups for tb in twos]
-    states = {c: (_policy(c), branches if c[4] else None) for c in configs}
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
-                _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
+                _engine_runs(plain_core, spec_core, p, args.max_new_tokens,
+                             _states(configs, branches))
     compiles0 = compiled_variants()
-    with_branches = {c: br for c, (_, br) in states.items()}
-    passes = [_timed_pass(plain_core, spec_core, hf, by_source, with_branches, args, eos)
+    passes = [_timed_pass(plain_core, spec_core, hf, by_source, configs, branches, args, eos)
               for _ in range(args.repeat)]
     rows = []
     for source, prompts in sorted(by_source.items()):
@@ -265,17 +270,16 @@ def spread(items: list, n: int) -> list:
     return [items[i * len(items) // n] for i in range(n)]
 
 
-def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: dict,
-                args: argparse.Namespace, eos: int) -> dict[str, dict]:
+def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: list,
+                branches, args: argparse.Namespace, eos: int) -> dict[str, dict]:
     """One timed pass: per source, per configuration ("plain", each config, "hf", "lookup"),
     its totals. Interleaved per prompt (plain, every spec config, transformers, prompt-lookup),
     so a machine that slows down or speeds up mid-run shifts every configuration alike.
-    `configs`: each configuration and its second-branch scratch (None: one branch)."""
+    `branches`: the spec core's second-branch scratch, for the configurations with it."""
     out = {}
     for source, prompts in sorted(by_source.items()):
         acc = {name: ConfigTotals() for name in ["plain", *configs, "hf", "lookup"]}
-        # per-config policy state (its step times) and second-branch scratch
-        states = {c: (_policy(c), branches) for c, branches in configs.items()}
+        states = _states(configs, branches)  # fresh per-config step times
         for p in prompts:
             runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
             for name, r in zip(["plain", *configs], runs, strict=True):

@@ -284,22 +284,34 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
 LOOKUP_BELOW = SpecPolicy().lookup_below  # the engine's default
 
 
+def lookup_continuations(host_ids: list[list[int]], anchor: Tensor, active: Tensor,
+                         width: int) -> list[tuple[list[int], int]]:
+    """Each row's `ngram_lookup` (continuation, match) over its tokens up to the anchor, at most
+    `width` tokens; ([], 0) for inactive rows."""
+    at, live = anchor.tolist(), active.tolist()
+    return [ngram_lookup(host_ids[r][: at[r] + 1], width) if live[r] else ([], 0)
+            for r in range(len(at))]
+
+
 def with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anchor: Tensor,
-                 active: Tensor) -> Tensor:
+                active: Tensor, conts: list[tuple[list[int], int]] | None = None) -> Tensor:
     """drafts [b, blk-1] with each active row's block swapped for the prompt-lookup continuation
     of its tokens up to the anchor where `takes_lookup` says the engine would: the drafter
     expects fewer than LOOKUP_BELOW accepted drafts (the sum of the cumulative products of its
     draft probabilities), the continuation starts with its first drafts and is longer than
     the block it would verify (every draft: no confidence cut, as on CUDA), or its source
     matches the last LOOKUP_MATCH tokens and it offers more than the drafter expects. -1 pads a
-    shorter continuation and is never accepted."""
+    shorter continuation and is never accepted. `conts`: `lookup_continuations`, when the
+    caller already has them."""
     width = drafts.shape[1]
     expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1).tolist()
-    rows, at, live = drafts.tolist(), anchor.tolist(), active.tolist()
+    if conts is None:
+        conts = lookup_continuations(host_ids, anchor, active, width)
+    rows, live = drafts.tolist(), active.tolist()
     for r, row in enumerate(rows):
         if not live[r]:
             continue
-        cont, match = ngram_lookup(host_ids[r][: at[r] + 1], width)
+        cont, match = conts[r]
         if takes_lookup(cont, row[:LOOKUP_AGREE], width, expected[r], LOOKUP_BELOW, match):
             rows[r] = cont + [-1] * (width - len(cont))
     return torch.tensor(rows, dtype=drafts.dtype, device=drafts.device)

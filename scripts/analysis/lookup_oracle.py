@@ -29,11 +29,12 @@ from torch import Tensor
 from turnspec.engine.drafter.folder import load_drafter
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.engine.local.args import resolve_model_dir
-from turnspec.engine.local.ngram import ngram_lookup
+from turnspec.engine.local.spec_step import LOOKUP_MATCH
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import (
     format_interval,
+    lookup_continuations,
     replay_context,
     replay_order,
     replay_steps,
@@ -47,8 +48,11 @@ MODES = ("drafter", "rule", "oracle")
 
 
 def _bucket(match: int) -> str:
-    """The lookup source's match with the row's last tokens: none, short (2-5), a copy (6+)."""
-    return "no continuation" if match == 0 else ("match 2-5" if match < 6 else "match 6+")
+    """The lookup source's match with the row's last tokens: none, short (2-5), or a copy in
+    progress (LOOKUP_MATCH = 6 or more, the engine's copy rule)."""
+    if match == 0:
+        return "no continuation"
+    return f"match 2-{LOOKUP_MATCH - 1}" if match < LOOKUP_MATCH else f"match {LOOKUP_MATCH}+"
 
 
 class OraclePick:
@@ -64,24 +68,21 @@ class OraclePick:
 
     def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
                  accepted_of) -> Tensor:
-        width, at, live = drafts.shape[1], anchor.tolist(), active.tolist()
-        rows, matches = [], []
-        for r in range(len(at)):
-            cont, match = ngram_lookup(self.host_ids[r][: at[r] + 1], width) if live[r] else ([], 0)
-            rows.append(cont + [-1] * (width - len(cont)))
-            matches.append(match)
-        look = torch.tensor(rows, dtype=drafts.dtype, device=drafts.device)
-        rule = with_lookup(drafts, logits, self.host_ids, anchor, active)
+        width, live = drafts.shape[1], active.tolist()
+        conts = lookup_continuations(self.host_ids, anchor, active, width)
+        look = torch.tensor([cont + [-1] * (width - len(cont)) for cont, _ in conts],
+                            dtype=drafts.dtype, device=drafts.device)
+        rule = with_lookup(drafts, logits, self.host_ids, anchor, active, conts)
         a_d, a_l, a_r = accepted_of(drafts), accepted_of(look), accepted_of(rule)
         best = torch.maximum(a_d, a_l)
         took_lookup = (rule != drafts).any(-1)
-        for r in range(len(at)):
+        for r, (_, match) in enumerate(conts):
             if not live[r]:
                 continue
             self.steps += 1
             gap = int(best[r] - a_r[r])
             if gap > 0:
-                key = (_bucket(matches[r]), "rule took lookup" if took_lookup[r] else "rule took drafter")
+                key = (_bucket(match), "rule took lookup" if took_lookup[r] else "rule took drafter")
                 self.missed[key] += 1
                 self.lost[key] += gap
         return torch.where((a_l > a_d)[:, None], look, drafts)

@@ -4,9 +4,9 @@ tok/s is decode throughput at concurrency 1 (first token to last; prefill exclud
 prefix cache for every prompt). Configurations run interleaved prompt by prompt, so drift in
 the machine's speed hits them alike. DFlash runs once per policy (engine/local/spec_policy.py),
 block size, verify-confidence threshold (`--confidences`; "p0.1" in the table) and prompt-lookup
-drafts where the drafter expects little (`--lookups`; "+lookup"), and one or two verify branches
-(`--two-branches`; "+2branch": greedy rows also verify the block the lookup rule did not pick,
-engine/local/branch.py). On CUDA an untimed pass over every prompt and configuration comes first, so
+drafts where the drafter expects little (`--lookups`; "+lookup"), and verify branches per greedy
+row (`--branches`; "+3br": also the block the lookup rule did not pick and the drafter's block
+under other first tokens, engine/local/branch.py). On CUDA an untimed pass over every prompt and configuration comes first, so
 Triton compiles (one per new kernel variant) stay out of the timed pass; the JSON records how
 many still happened inside it (`triton_compiles_timed`).
 
@@ -34,6 +34,7 @@ import torch
 from turnspec.benchmarks.host import cpu_name
 from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
 from turnspec.engine.local.args import add_engine_args, engine_config_from_args
+from turnspec.engine.local.config import MAX_SPEC_BRANCHES
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.speculator.tau import format_interval, tau_interval
 
@@ -56,10 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--lookups", default=None,
                    help="prompt-lookup settings to try: off, on or off,on (default: the engine's, "
                         "--spec-lookup, on by default)")
-    p.add_argument("--two-branches", default=None,
-                   help="two-branch verify settings to try: off, on or off,on (greedy rows also "
-                        "verify the block the lookup rule did not pick; default: the engine's, "
-                        "--spec-two-branch, off by default)")
+    p.add_argument("--branches", default=None,
+                   help="verify branches per greedy row to try, comma-separated, e.g. 1,2,4 "
+                        "(default: the engine's, --spec-branches, 1 by default)")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
     p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")
@@ -116,8 +116,8 @@ def decode_one(core, prompt: list[int], max_new: int, block: int | None) -> tupl
 def _engine_runs(plain_core, spec_core, prompt: list[int], max_new: int,
                  states: dict[tuple, tuple[SpecPolicy, object]]) -> list[tuple]:
     """`decode_one` for no speculation, then for each (policy, block, confidence, lookup,
-    two-branch) in `states` order with that configuration's policy state and second-branch
-    scratch (None: one branch) on the spec core."""
+    branches) in `states` order with that configuration's policy state and branch scratch
+    (None: one branch) on the spec core."""
     runs = [decode_one(plain_core, prompt, max_new, None)]
     for (_, block, *_), (policy, branches) in states.items():
         spec_core.policy, spec_core.branches = policy, branches
@@ -131,20 +131,35 @@ def _on_off(x: str, flag: str = "--lookups") -> bool:
     return x == "on"
 
 
+def _branch_counts(arg: str | None) -> list[int]:
+    """--branches "1,2,4" -> [1, 2, 4] ([] when not given: the engine's)."""
+    if not arg:
+        return []
+    try:
+        counts = [int(x) for x in arg.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or not all(1 <= n <= MAX_SPEC_BRANCHES for n in counts):
+        raise ValueError(f"--branches {arg!r}: expected integers 1..{MAX_SPEC_BRANCHES}, "
+                         "comma-separated")
+    return counts
+
+
 def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
 def _states(configs: list[tuple], branches) -> dict[tuple, tuple[SpecPolicy, object]]:
-    """Each configuration's fresh policy state and its second-branch scratch (`branches` where
-    its two-branch setting is on, else None), as `_engine_runs` takes them."""
-    return {c: (_policy(c), branches if c[4] else None) for c in configs}
+    """Each configuration's fresh policy state and its branch scratch (`branches` limited to its
+    branch count, None for one branch), as `_engine_runs` takes them."""
+    return {c: (_policy(c), branches.limited(c[4]) if c[4] > 1 else None) for c in configs}
 
 
 def _config_label(x: dict) -> str:
-    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +2branch"."""
+    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +3br"."""
+    n = x.get("branches", 1)
     return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
-            + (" +lookup" if x.get("lookup") else "") + (" +2branch" if x.get("two_branch") else ""))
+            + (" +lookup" if x.get("lookup") else "") + (f" +{n}br" if n > 1 else ""))
 
 
 def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
@@ -177,8 +192,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--repeat {args.repeat}: expected at least 1 timed pass")
     confs = [float(c) for c in args.confidences.split(",")] if args.confidences else []
     lookups = [_on_off(x) for x in args.lookups.split(",")] if args.lookups else []
-    twos = [_on_off(x, "--two-branches") for x in args.two_branches.split(",")] \
-        if args.two_branches else []
+    counts = _branch_counts(args.branches)
     for pol in policies:
         for conf in confs or [0.0]:
             SpecPolicy(mode=pol, min_confidence=conf)  # validates
@@ -190,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")
     spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks),
-                                   spec_two_branch=cfg.spec_two_branch or any(twos)))
-    branches = spec_core.branches  # the second-branch scratch, for the configurations with it
+                                   spec_branches=max(counts or [cfg.spec_branches])))
+    branches = spec_core.branches  # the branch scratch, for the configurations with several
     plain_core = EngineCore(replace(cfg, speculator="none"), tokenizer=spec_core.tokenizer)
     hf = None
     if not args.no_transformers:
@@ -206,9 +220,9 @@ def run(args: argparse.Namespace) -> int:
         _run_hf(hf, warm, 4, eos, None)
     confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
     lookups = lookups or [spec_core.policy.lookup]
-    twos = twos or [cfg.spec_two_branch]
-    configs = [(pol, b, c, lk, tb) for pol in policies for b in blocks for c in confs
-               for lk in lookups for tb in twos]
+    counts = counts or [cfg.spec_branches]
+    configs = [(pol, b, c, lk, n) for pol in policies for b in blocks for c in confs
+               for lk in lookups for n in counts]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
@@ -228,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
-                                "two_branch": c[4],
+                                "branches": c[4],
                                 "tok_s": r["tok_s"], "tau": r["tau"], "tau_ci90": r["tau_ci90"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
@@ -252,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         best = max(row["spec"], key=lambda x: x["tok_s"])
         row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup",
-                                            "two_branch")}
+                                            "branches")}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)
@@ -275,7 +289,7 @@ def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]]
     """One timed pass: per source, per configuration ("plain", each config, "hf", "lookup"),
     its totals. Interleaved per prompt (plain, every spec config, transformers, prompt-lookup),
     so a machine that slows down or speeds up mid-run shifts every configuration alike.
-    `branches`: the spec core's second-branch scratch, for the configurations with it."""
+    `branches`: the spec core's branch scratch, for the configurations with several."""
     out = {}
     for source, prompts in sorted(by_source.items()):
         acc = {name: ConfigTotals() for name in ["plain", *configs, "hf", "lookup"]}

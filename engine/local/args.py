@@ -30,9 +30,11 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--spec-lookup", choices=("on", "off"), default="on",
                    help="prompt-lookup drafts where the drafter expects little or a span of the "
                         "context is being copied (default: %(default)s)")
-    g.add_argument("--spec-two-branch", choices=("on", "off"), default="off",
-                   help="greedy rows verify both the drafter's block and the lookup "
-                        "continuation in one pass and keep the longer (default: %(default)s)")
+    g.add_argument("--spec-branches", type=int, default=1,
+                   help="blocks each greedy row verifies in one pass, keeping the one accepted "
+                        "furthest: 2 adds the block the lookup rule passed over (drafter's or "
+                        "lookup), more add the drafter's block under its next most likely "
+                        "first tokens (default: %(default)s)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
@@ -61,7 +63,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         model_dir=resolve_model_dir(args.model), device=args.device, dtype=args.dtype,
         speculator=args.speculator, spec_block_size=args.spec_block_size,
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
-        spec_lookup=args.spec_lookup == "on", spec_two_branch=args.spec_two_branch == "on",
+        spec_lookup=args.spec_lookup == "on", spec_branches=args.spec_branches,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
         threads=args.threads, cpu_gemm=args.cpu_gemm)

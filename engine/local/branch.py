@@ -1,24 +1,27 @@
-"""Two-branch verify for greedy rows: the drafter's block and the prompt-lookup continuation,
-verified side by side in one target pass, the row keeping whichever the target accepts further.
+"""Multi-branch verify for greedy rows: several candidate blocks verified side by side in one
+target pass, the row keeping whichever the target accepts furthest (`--spec-branches N`).
 
-Why: the lookup rule (spec_step.takes_lookup) must pick one of the two blocks before the target
-has seen either. Replayed on the independent voice turns, the best pick per step would add
-+0.20 tokens per verify step over the rule (4.95 -> 5.14, scripts/analysis/lookup_oracle.py,
-docs/dflash.md); verifying both gets exactly that, for one more row in the verify batch, which
-costs little where a verify is launch-bound (a GPU at small batch) and about a row's compute
-where it is not (a CPU). So it is opt-in (`--spec-two-branch on`).
+Why: the lookup rule (spec_step.takes_lookup) must pick the drafter's block or the prompt-lookup
+continuation before the target has seen either, and the drafter's first draft is where a block
+most often fails on text it was not trained on. Replayed on the independent voice turns, the
+best pick of the two per step adds +0.20 tokens per verify step over the rule (4.95 -> 5.14,
+scripts/analysis/lookup_oracle.py, docs/dflash.md); the drafter's block under its second..
+fourth most likely first tokens adds more on generic chat (docs/dflash.md). Each branch is one
+more row in the verify batch, which costs little where a verify is launch-bound (a GPU at small
+batch) and about a row's compute where it is not (a CPU). So it is opt-in.
 
-How: the second branch runs as a shadow row. Its block table is the sequence's up to the block
+How: each extra branch runs as a shadow row. Its block table is the sequence's up to the block
 holding the anchor, then scratch blocks reserved once at start: the first a copy of the
-sequence's partial block (the KV before the anchor), the rest written by the verify. When the
+sequence's partial block (the KV before the anchor), the rest written by the verify. When a
 shadow wins, the KV of its committed positions is copied into the sequence's own slots, and the
-drafter's context rows come from its taps. Greedy rows only: with two candidates the sampled
+drafter's context rows come from its taps. Greedy rows only: with several candidates the sampled
 acceptance rule would no longer keep the target's distribution, and greedy is exact by
 construction (every committed token is the target's argmax from the exact prefix).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from turnspec.engine.local.runner import ModelRunner
@@ -35,13 +38,16 @@ class Shadow:
 class Branches:
     """Scratch KV blocks for up to `max_rows` shadow rows of blocks up to `max_block` tokens:
     the runner's pool blocks from `first_block` on, kept out of the block manager's range (so
-    its prefix cache and `clear` never see them; core.py sizes it)."""
+    its prefix cache and `clear` never see them; core.py sizes it). `per_seq`: the verify
+    branches a sequence may have, its own row included (spec_step.py)."""
 
-    def __init__(self, runner: ModelRunner, first_block: int, max_rows: int, max_block: int) -> None:
-        if max_rows < 1 or max_block < 2:
-            raise ValueError(f"Branches: expected max_rows >= 1 and max_block >= 2, got "
-                             f"{max_rows} and {max_block}")
+    def __init__(self, runner: ModelRunner, first_block: int, max_rows: int, max_block: int,
+                 per_seq: int = 2) -> None:
+        if max_rows < 1 or max_block < 2 or per_seq < 2:
+            raise ValueError(f"Branches: expected max_rows >= 1, max_block >= 2 and per_seq >= 2, "
+                             f"got {max_rows}, {max_block} and {per_seq}")
         self.runner = runner
+        self.extra = per_seq - 1  # shadow rows a sequence may have
         self.per_row = self.blocks_per_row(runner.block_size, max_block)
         self.max_rows = max_rows
         pool_blocks = runner.k_pools.shape[1]
@@ -50,6 +56,15 @@ class Branches:
             raise ValueError(f"Branches: {need} scratch blocks from block {first_block}, expected "
                              f"them within the runner's {pool_blocks} KV blocks")
         self.pool = list(range(first_block, first_block + need))
+
+    def limited(self, per_seq: int) -> Branches:
+        """These scratch blocks, for at most `per_seq` branches a sequence (bench spec compares
+        branch counts on one engine)."""
+        if not 2 <= per_seq <= self.extra + 1:
+            raise ValueError(f"limited: per_seq={per_seq}, expected 2..{self.extra + 1}")
+        out = copy.copy(self)
+        out.extra = per_seq - 1
+        return out
 
     @staticmethod
     def blocks_per_row(block_size: int, max_block: int) -> int:

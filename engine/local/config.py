@@ -9,6 +9,7 @@ import torch
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
+MAX_SPEC_BRANCHES = 8  # verify branches per greedy row (branch.py)
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
@@ -40,9 +41,11 @@ class LocalEngineConfig:
     # copied (spec_step.py, ngram.py); on by default on CPU and CUDA (docs/benchmarks.md: voice
     # 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
     spec_lookup: bool = True
-    # greedy rows also verify the block the lookup rule did not pick, in the same pass, and keep
-    # the longer (branch.py): one more verify row each; off by default until timed on a GPU
-    spec_two_branch: bool = False
+    # verify branches per greedy row (branch.py): 1 verifies the block the drafter and the
+    # lookup rule chose; 2 also the block the rule passed over; more also the drafter's block
+    # with its first draft swapped for the next most likely first tokens. Each branch is one
+    # more verify row; 1 by default until timed on a GPU
+    spec_branches: int = 1
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -78,8 +81,10 @@ class LocalEngineConfig:
             raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
         if not isinstance(self.spec_lookup, bool):
             raise ValueError(f"spec_lookup: expected True or False, got {self.spec_lookup!r}")
-        if not isinstance(self.spec_two_branch, bool):
-            raise ValueError(f"spec_two_branch: expected True or False, got {self.spec_two_branch!r}")
+        if (not isinstance(self.spec_branches, int) or isinstance(self.spec_branches, bool)
+                or not 1 <= self.spec_branches <= MAX_SPEC_BRANCHES):
+            raise ValueError(f"spec_branches: expected an integer 1..{MAX_SPEC_BRANCHES}, got "
+                             f"{self.spec_branches!r}")
         if self.cpu_gemm not in CPU_GEMMS:
             raise ValueError(f"cpu_gemm: expected one of {CPU_GEMMS}, got {self.cpu_gemm!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):

@@ -123,23 +123,26 @@ class EngineCore:
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size
         nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
-        scratch = 0  # KV blocks past the block manager's range: second verify branches (branch.py)
-        if cfg.spec_two_branch:
+        scratch = 0  # KV blocks past the block manager's range: extra verify branches (branch.py)
+        shadow_rows = cfg.max_batch * (cfg.spec_branches - 1)
+        if shadow_rows:
             if self.drafter is None:
-                raise ValueError("spec_two_branch: expected a speculator (--speculator default or "
-                                 "PATH); there is no drafter's block to branch from")
-            scratch = cfg.max_batch * Branches.blocks_per_row(block, self.drafter.config.block_size)
+                raise ValueError(f"spec_branches={cfg.spec_branches}: expected a speculator "
+                                 "(--speculator default or PATH); there is no drafter's block "
+                                 "to branch from")
+            scratch = shadow_rows * Branches.blocks_per_row(block, self.drafter.config.block_size)
             if scratch >= nblocks:
-                raise ValueError(f"spec_two_branch: needs {scratch} scratch KV blocks of the "
-                                 f"{nblocks} there are; expected a larger --kv-memory-gb or a "
-                                 "smaller --max-batch")
+                raise ValueError(f"spec_branches={cfg.spec_branches}: needs {scratch} scratch KV "
+                                 f"blocks of the {nblocks} there are; expected a larger "
+                                 "--kv-memory-gb, a smaller --max-batch or fewer branches")
         self.blocks = BlockManager(nblocks - scratch, block)
         self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead,
                                    cfg.admit_min_free)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter, context_kv)
-        self.branches = Branches(self.runner, nblocks - scratch, cfg.max_batch,
-                                 self.drafter.config.block_size) if scratch else None
+        self.branches = Branches(self.runner, nblocks - scratch, shadow_rows,
+                                 self.drafter.config.block_size,
+                                 cfg.spec_branches) if scratch else None
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up

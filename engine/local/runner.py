@@ -26,6 +26,14 @@ class ExtendOutput:
     taps: torch.Tensor | None  # [b, n, K*H] target layer outputs for the drafter
 
 
+@dataclass(slots=True)
+class Drafted:
+    """One drafter pass's output (`ModelRunner.draft`), on the device."""
+    tokens: torch.Tensor                # [b, block-1] greedy drafts
+    probs: torch.Tensor | None          # [b, block-1] the drafter's probability of each
+    firsts: torch.Tensor | None         # [b, k] the next most likely first drafts, best first
+
+
 class ModelRunner:
     def __init__(self, model: Transformer, num_blocks: int, block_size: int, max_positions: int,
                  device: torch.device, dtype: torch.dtype, drafter=None, context_kv=None) -> None:
@@ -132,11 +140,12 @@ class ModelRunner:
         self.forward_seconds += time.perf_counter() - t0
 
     @torch.inference_mode()
-    def draft(self, seqs: list[Sequence], block: int,
-              confidence: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def draft(self, seqs: list[Sequence], block: int, confidence: bool = False,
+              alternatives: int = 0) -> Drafted:
         """One drafter pass: block [anchor, MASK x (block-1)] at positions p..p+block-1 over the
-        context rows [0, p). Returns greedy drafts [b, block-1] int64 on the device and, with
-        `confidence`, the drafter's probability of each draft [b, block-1] (else None)."""
+        context rows [0, p). Returns greedy drafts [b, block-1] int64 on the device; with
+        `confidence`, the drafter's probability of each draft [b, block-1]; with
+        `alternatives` = k, its 2nd..(k+1)th most likely first drafts [b, k]."""
         t0 = time.perf_counter()
         b = len(seqs)
         anchors = torch.tensor([s.token_ids[-1] for s in seqs], dtype=torch.int64)
@@ -162,5 +171,6 @@ class ModelRunner:
         logits = head(hidden[:, 1:])  # [b, block-1, V]
         top, drafts = logits.max(dim=-1)
         probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
+        firsts = logits[:, 0].topk(alternatives + 1, dim=-1).indices[:, 1:] if alternatives else None
         self.forward_seconds += time.perf_counter() - t0
-        return drafts, probs
+        return Drafted(drafts, probs, firsts)

@@ -24,9 +24,10 @@ policy.lookup_below), whose continuation agrees with its first drafts and runs l
 more than the drafter expects, takes the continuation of the latest earlier occurrence of its
 last tokens instead (ngram.py), when there is one: copies from the context that the drafter
 cuts short.
-Two-branch verify (`branches`, branch.py; opt-in): a greedy row also verifies the block it did
-not pick, as a shadow row of the same pass, and commits whichever the target accepts further;
-each branch alone is verified exactly as above, so greedy output stays identical.
+Multi-branch verify (`branches`, branch.py; opt-in): a greedy row also verifies the block the
+lookup rule did not pick and the drafter's block under its next most likely first tokens, as
+shadow rows of the same pass, and commits whichever the target accepts furthest; each branch
+alone is verified exactly as above, so greedy output stays identical.
 """
 
 from __future__ import annotations
@@ -60,15 +61,17 @@ LOOKUP_MATCH = 6
 def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
                 branches: Branches | None = None) -> tuple[list[list[int]], list[int]]:
     """One speculative step for `seqs` (a decode batch): the tokens each row commits and how
-    far each row's computed KV advances. `branches`: greedy rows also verify the block they did
-    not pick (the drafter's, or the lookup continuation) and keep the longer (branch.py)."""
+    far each row's computed KV advances. `branches`: greedy rows also verify other candidate
+    blocks (`_extra_blocks`) and keep the one accepted furthest (branch.py)."""
     spec_rows = [policy.speculates(s) for s in seqs]  # paused rows verify their anchor only
     blocks = [s.spec_block if on else 1 for s, on in zip(seqs, spec_rows, strict=True)]
     block = max(blocks)
 
     # draft: [b, B-1] greedy proposals; rows with a smaller block get -1 past their limit
     theta = policy.min_confidence
-    drafts, probs = runner.draft(seqs, block, confidence=theta > 0 or policy.lookup)
+    extra = branches.extra if branches is not None else 0  # shadow rows a greedy row may have
+    drafted = runner.draft(seqs, block, confidence=theta > 0 or policy.lookup, alternatives=extra)
+    drafts, probs = drafted.tokens, drafted.probs
     dev = drafts.device
     limit = torch.tensor([max(b, 1) - 1 for b in blocks], device=dev)
     slots = torch.arange(block - 1, device=dev).unsqueeze(0)
@@ -81,15 +84,16 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
             limit = torch.minimum(limit, (reach >= theta).sum(dim=-1))
     lead = drafts[:, :LOOKUP_AGREE].tolist() if policy.lookup else None  # before truncation
     drafts = torch.where(slots < limit.unsqueeze(1), drafts, torch.full_like(drafts, -1))
-    drafts_host = drafts.tolist()  # host sync #1: the block's tokens (grammar masks need them)
+    # host sync #1: the block's tokens (grammar masks need them), with the other first drafts
+    drafts_host, firsts = _to_host(drafts, drafted.firsts)
     own = [row[:] for row in drafts_host] if branches is not None else []  # the drafter's blocks
     # each speculating row's lookup continuation and its source's match, found once for both
     conts = _continuations(seqs, blocks, spec_rows) if policy.lookup or branches is not None else []
     if policy.lookup and _lookup(conts, expected, lead, drafts_host, policy.lookup_below):
         drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
-    alt_rows, alt_drafts = _other_blocks(seqs, spec_rows, conts, own, drafts_host,
+    alt_rows, alt_drafts = _extra_blocks(seqs, spec_rows, conts, own, drafts_host, firsts, extra,
                                          branches.max_rows) if branches is not None else ([], [])
-    if alt_rows:  # the second branches ride as extra rows of the same verify pass
+    if alt_rows:  # the extra branches ride as extra rows of the same verify pass
         drafts_host = drafts_host + alt_drafts
         drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
     if probs is not None or alt_rows:  # the verify pass shrinks to the longest row still verifying
@@ -114,9 +118,12 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     packed = torch.cat([accept_len.to(torch.int64).unsqueeze(1), target], dim=1).tolist()  # sync #2
     tap_row = list(range(b))  # the verify row whose tokens each sequence commits
     for i, r in enumerate(alt_rows):
-        if packed[b + i][0] > packed[r][0]:
-            packed[r], tap_row[r] = packed[b + i], b + i
-            branches.adopt(seqs[r], shadows[i], packed[r][0] + 1)
+        if packed[b + i][0] > packed[tap_row[r]][0]:
+            tap_row[r] = b + i
+    for r in set(alt_rows):
+        if tap_row[r] != r:  # a shadow won: its tokens and KV become the sequence's
+            packed[r] = packed[tap_row[r]]
+            branches.adopt(seqs[r], shadows[tap_row[r] - b], packed[r][0] + 1)
 
     # commit
     now = time.perf_counter()
@@ -144,31 +151,51 @@ def _continuations(seqs: list[Sequence], blocks: list[int],
             for r, seq in enumerate(seqs)]
 
 
-def _other_blocks(seqs: list[Sequence], spec_rows: list[bool],
+def _to_host(drafts: torch.Tensor, firsts: torch.Tensor | None) -> tuple[list[list[int]], list[list[int]]]:
+    """The drafts [b, B-1] and the other first drafts [b, k] (if any) as host lists, in one sync."""
+    if firsts is None:
+        return drafts.tolist(), []
+    rows, w = torch.cat([drafts, firsts.to(drafts.dtype)], dim=1).tolist(), drafts.shape[1]
+    return [row[:w] for row in rows], [row[w:] for row in rows]
+
+
+def _extra_blocks(seqs: list[Sequence], spec_rows: list[bool],
                   conts: list[tuple[list[int], int] | None], own: list[list[int]],
-                  chosen: list[list[int]],
+                  chosen: list[list[int]], firsts: list[list[int]], extra: int,
                   max_rows: int) -> tuple[list[int], list[list[int]]]:
-    """For greedy speculating rows, the block each did not pick: the drafter's own where the
-    lookup was taken, else the lookup continuation where there is one that differs; (rows,
-    blocks), at most `max_rows`."""
+    """`branch_candidates` of each greedy speculating row, at most `max_rows` in all: (rows,
+    blocks), a row index per extra block."""
     rows, alts = [], []
     for r, seq in enumerate(seqs):
-        if len(rows) == max_rows:
-            break
         if not spec_rows[r] or not seq.request.sampling.greedy:
             continue
-        if chosen[r] != own[r]:
-            other = own[r]
-        else:
-            cont, _ = conts[r]
-            if len(cont) < 2:
-                continue
-            other = cont + [-1] * (len(own[r]) - len(cont))
-            if other == chosen[r]:
-                continue
-        rows.append(r)
-        alts.append(other)
+        for cand in branch_candidates(chosen[r], own[r], conts[r][0], firsts[r] if firsts else [],
+                                      extra)[: max_rows - len(rows)]:
+            rows.append(r)
+            alts.append(cand)
     return rows, alts
+
+
+def branch_candidates(chosen: list[int], own: list[int], cont: list[int], firsts: list[int],
+                      extra: int) -> list[list[int]]:
+    """Up to `extra` blocks a row verifies besides `chosen`, in this order: the block the lookup
+    rule did not pick (the drafter's `own` where the lookup continuation `cont` was taken, else
+    `cont` where it has 2+ tokens), then `own` with its first draft swapped for each of the
+    drafter's next most likely first tokens (`firsts`). Repeats are skipped; -1 pads."""
+    width, cands = len(own), []
+    if chosen != own:
+        cands.append(own)
+    elif len(cont) >= 2:
+        cands.append(cont + [-1] * (width - len(cont)))
+    if width and own[0] >= 0:  # a confidence cut can leave no draft to swap
+        cands += [[t] + own[1:] for t in firsts]
+    out: list[list[int]] = []
+    for cand in cands:
+        if len(out) == extra:
+            break
+        if cand != chosen and cand not in out:
+            out.append(cand)
+    return out
 
 
 def _lookup(conts: list[tuple[list[int], int] | None], expected: list[float],

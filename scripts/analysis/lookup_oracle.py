@@ -1,19 +1,23 @@
-"""How far the engine's prompt-lookup choice is from the best choice, step by step.
+"""How far the engine's prompt-lookup choice is from the best choice, and what verifying
+several branches per step (`turnspec serve --spec-branches N`) reaches, step by step.
 
 usage: python scripts/analysis/lookup_oracle.py SAMPLES [--source independent-voice] [--n 64]
-           [--drafter default] [--block-size 16] [--device cpu] [--json OUT]
+           [--branches 2] [--drafter default] [--block-size 16] [--device cpu] [--json OUT]
 
 Each verify step, a row verifies either the drafter's block or the prompt-lookup continuation
 of its tokens so far (`engine.local.spec_step.takes_lookup`). This replays `--n` held-out
-turns of one source (as `turnspec speculator eval` does, through `speculator.tau.replay_steps`)
-three ways:
+turns of one source (as `turnspec speculator eval` does, through `speculator.tau.replay_steps`):
 - drafter: never the lookup;
-- rule: the engine's choice (`speculator.tau.with_lookup`);
-- oracle: each step whichever of the two the target accepts further. No rule that picks one
-  of the two can beat it; verifying both in one pass (a two-branch tree) would reach it.
-Along the oracle's steps, the steps where the rule's pick accepts fewer drafts are counted by
-the lookup source's match length (`ngram_lookup`) and by the side the rule took: which part
-of the gap a better rule could close, and which only a two-branch verify could.
+- rule: the engine's choice (`speculator.tau.with_lookup`), one branch;
+- N branches, for each N of --branches: the rule's block and the engine's other candidates
+  (`engine.local.spec_step.branch_candidates`: the block the rule passed over, then the
+  drafter's block under its next first tokens), each step the one the target accepts
+  furthest: exactly what the engine's multi-branch verify commits.
+Along the steps of the smallest N, the steps where the rule's pick accepts fewer drafts than
+the better of the drafter's block and the lookup continuation (the best any rule choosing
+between the two could do) are counted by the lookup source's match length (`ngram_lookup`)
+and by the side the rule took: which part of that gap a better rule could close, and which
+only a second branch could.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from torch import Tensor
 from turnspec.engine.drafter.folder import load_drafter
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.engine.local.args import resolve_model_dir
-from turnspec.engine.local.spec_step import LOOKUP_MATCH
+from turnspec.engine.local.spec_step import LOOKUP_MATCH, branch_candidates
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import (
@@ -44,7 +48,7 @@ from turnspec.speculator.tau import (
 )
 from turnspec.speculator.train_io import eval_splits, resolve_device
 
-MODES = ("drafter", "rule", "oracle")
+BASE_MODES = ("drafter", "rule")
 
 
 def _bucket(match: int) -> str:
@@ -55,13 +59,21 @@ def _bucket(match: int) -> str:
     return f"match 2-{LOOKUP_MATCH - 1}" if match < LOOKUP_MATCH else f"match {LOOKUP_MATCH}+"
 
 
-class OraclePick:
-    """`replay_steps`' pick: the better of the drafter's block and the lookup continuation for
-    each row; counts, per (match bucket, rule's side), the steps where the rule accepts less
-    and the drafts it loses there."""
+def branches_mode(n: int) -> str:
+    return f"{n} branches"
 
-    def __init__(self, host_ids: list[list[int]]) -> None:
-        self.host_ids = host_ids
+
+class OraclePick:
+    """`replay_steps`' pick for `branches` verify branches a row: the rule's block and the
+    engine's other candidates (`branch_candidates`), the one the target accepts furthest. With
+    `tally`, it also counts, per (match bucket, rule's side), the steps where the rule accepts
+    less than the better of the drafter's block and the lookup continuation, and the drafts
+    it loses there."""
+
+    def __init__(self, host_ids: list[list[int]], branches: int = 2, tally: bool = True) -> None:
+        if branches < 2:
+            raise ValueError(f"OraclePick: branches={branches}, expected 2 or more")
+        self.host_ids, self.branches, self.tally = host_ids, branches, tally
         self.steps = 0
         self.missed: Counter[tuple[str, str]] = Counter()
         self.lost: Counter[tuple[str, str]] = Counter()
@@ -70,11 +82,24 @@ class OraclePick:
                  accepted_of) -> Tensor:
         width, live = drafts.shape[1], active.tolist()
         conts = lookup_continuations(self.host_ids, anchor, active, width)
-        look = torch.tensor([cont + [-1] * (width - len(cont)) for cont, _ in conts],
-                            dtype=drafts.dtype, device=drafts.device)
         rule = with_lookup(drafts, logits, self.host_ids, anchor, active, conts)
-        a_d, a_l, a_r = accepted_of(drafts), accepted_of(look), accepted_of(rule)
-        best = torch.maximum(a_d, a_l)
+        firsts = logits[:, 0].topk(self.branches, dim=-1).indices[:, 1:].tolist()  # as the engine
+        own, chosen = drafts.tolist(), rule.tolist()
+        cands = []
+        for r in range(len(own)):
+            extra = branch_candidates(chosen[r], own[r], conts[r][0], firsts[r], self.branches - 1)
+            cands.append([chosen[r], *extra] + [[-1] * width] * (self.branches - 1 - len(extra)))
+        blocks = torch.tensor(cands, dtype=drafts.dtype, device=drafts.device)  # [b, N, w]
+        accepted = torch.stack([accepted_of(blocks[:, k]) for k in range(self.branches)], -1)
+        if self.tally:
+            look = torch.tensor([c + [-1] * (width - len(c)) for c, _ in conts],
+                                dtype=drafts.dtype, device=drafts.device)
+            best = torch.maximum(accepted_of(drafts), accepted_of(look))
+            self._tally(drafts, conts, rule, best, accepted[:, 0], live)
+        return blocks[torch.arange(len(own), device=drafts.device), accepted.argmax(-1)]
+
+    def _tally(self, drafts: Tensor, conts: list, rule: Tensor, best: Tensor, a_r: Tensor,
+               live: list[bool]) -> None:
         took_lookup = (rule != drafts).any(-1)
         for r, (_, match) in enumerate(conts):
             if not live[r]:
@@ -85,35 +110,39 @@ class OraclePick:
                 key = (_bucket(match), "rule took lookup" if took_lookup[r] else "rule took drafter")
                 self.missed[key] += 1
                 self.lost[key] += gap
-        return torch.where((a_l > a_d)[:, None], look, drafts)
 
 
 @torch.no_grad()
 def oracle_replay(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample], blk: int,
-                  batch_size: int = 16, max_len: int = 2048) -> dict:
-    """Tokens and steps per turn for each of MODES, and the oracle's tally of the rule's misses."""
+                  batch_size: int = 16, max_len: int = 2048,
+                  branches: tuple[int, ...] = (2,)) -> dict:
+    """Tokens and steps per turn for the base modes and each branch count, and the tally of
+    the rule's misses along the smallest count's steps."""
+    modes = [*BASE_MODES, *(branches_mode(n) for n in branches)]
     seqs = replay_order(samples, max_len)
-    tokens: dict[str, list[int]] = {m: [] for m in MODES}
-    steps: dict[str, list[int]] = {m: [] for m in MODES}
+    tokens: dict[str, list[int]] = {m: [] for m in modes}
+    steps: dict[str, list[int]] = {m: [] for m in modes}
     missed, lost, oracle_steps = Counter(), Counter(), 0
     drafter.eval()
     for i in range(0, len(seqs), batch_size):
         batch = seqs[i : i + batch_size]
         context = replay_context(drafter, target, batch, max_len, blk)
-        pick = OraclePick(context.ids.tolist())
-        for mode in MODES:
+        host = context.ids.tolist()
+        picks = {branches_mode(n): OraclePick(host, n, tally=n == min(branches)) for n in branches}
+        for mode in modes:
             t = torch.zeros(len(batch), dtype=torch.long, device=target.device)
             n = torch.zeros_like(t)
             for st in replay_steps(drafter, target, batch, blk, max_len, context,
-                                   lookup=mode == "rule", pick=pick if mode == "oracle" else None):
+                                   lookup=mode == "rule", pick=picks.get(mode)):
                 t += torch.where(st.active, st.produced, 0)
                 n += st.active
             tokens[mode] += t.tolist()
             steps[mode] += n.tolist()
-        missed.update(pick.missed)
-        lost.update(pick.lost)
-        oracle_steps += pick.steps
-    return {"tokens": tokens, "steps": steps, "oracle_steps": oracle_steps,
+        for pick in picks.values():
+            missed.update(pick.missed)
+            lost.update(pick.lost)
+            oracle_steps += pick.steps
+    return {"modes": modes, "tokens": tokens, "steps": steps, "oracle_steps": oracle_steps,
             "missed": [{"where": k[0], "rule": k[1], "steps": missed[k], "drafts_lost": lost[k]}
                        for k in sorted(missed)]}
 
@@ -122,8 +151,8 @@ def report(out: dict) -> tuple[str, dict]:
     """The table (tau per mode with its interval and its gain over the rule, then the misses)
     and the summary JSON."""
     tok = out["tokens"]["rule"]
-    lines, summary = [f"{'mode':8s} {'tau':>6s} {'90% CI':>12s} {'vs rule':>8s} {'gain CI':>14s}"], {}
-    for mode in MODES:
+    lines, summary = [f"{'mode':11s} {'tau':>6s} {'90% CI':>12s} {'vs rule':>8s} {'gain CI':>14s}"], {}
+    for mode in out["modes"]:
         t, n = out["tokens"][mode], out["steps"][mode]
         if t != tok:
             raise ValueError(f"{mode}: replayed other tokens than the rule; expected the same turns")
@@ -132,10 +161,11 @@ def report(out: dict) -> tuple[str, dict]:
         dci = tau_difference_interval(t, out["steps"]["rule"], n)
         summary[mode] = {"tau": tau, "ci90": list(ci), "gain_over_rule": diff,
                          "gain_ci90": list(dci)}
-        lines.append(f"{mode:8s} {tau:6.3f} {format_interval(ci):>12s} {diff:+8.3f} "
+        lines.append(f"{mode:11s} {tau:6.3f} {format_interval(ci):>12s} {diff:+8.3f} "
                      f"{format_interval(dci):>14s}")
-    lines.append(f"\nsteps where the rule's pick accepts less than the better of the two "
-                 f"(of {out['oracle_steps']} oracle steps):")
+    if out["oracle_steps"]:
+        lines.append(f"\nsteps where the rule's pick accepts less than the better of the drafter's "
+                     f"block and the lookup (of {out['oracle_steps']} steps):")
     for m in out["missed"]:
         lines.append(f"  {m['where']:16s} {m['rule']:18s} {m['steps']:6d} steps "
                      f"{m['drafts_lost']:6d} drafts")
@@ -149,6 +179,8 @@ def main() -> None:
     p.add_argument("--n", type=int, default=64, help="turns, spread over the split")
     p.add_argument("--drafter", default="default")
     p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--branches", default="2",
+                   help="verify branch counts to replay, comma-separated, each 2..8 (default: 2)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
@@ -160,8 +192,11 @@ def main() -> None:
     drafter = load_drafter(args.drafter, device=dev, dtype=dtype)
     target = FrozenTarget.from_model_dir(resolve_model_dir(None), drafter.config.target_layer_ids,
                                          dev, dtype)
+    branches = tuple(int(n) for n in args.branches.split(","))
+    if not all(2 <= n <= 8 for n in branches):
+        raise SystemExit(f"--branches {args.branches}: expected counts 2..8, comma-separated")
     out = oracle_replay(drafter, target, splits[args.source], args.block_size,
-                        batch_size=128 if dev.type == "cuda" else 16)
+                        batch_size=128 if dev.type == "cuda" else 16, branches=branches)
     table, summary = report(out)
     print(table)
     if args.json:

@@ -32,23 +32,23 @@ def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path,
     assert "DFlash adaptive B=4" in capsys.readouterr().out
 
 
-def test_bench_spec_times_one_and_two_branches(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
-    """--two-branches off,on: each configuration with one and with two verify branches, side by
+def test_bench_spec_times_branch_counts(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
+    """--branches 1,3: each configuration with one and with three verify branches, side by
     side; both stay identical to plain greedy."""
     out = tmp_path / "spec.json"
     rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
-               "--blocks", "8", "--policies", "always", "--lookups", "on", "--two-branches",
-               "off,on", "--no-transformers", "--json", str(out)])
+               "--blocks", "8", "--policies", "always", "--lookups", "on", "--branches",
+               "1,3", "--no-transformers", "--json", str(out)])
     assert rc == 0
     for row in json.loads(out.read_text())["rows"]:
-        assert [x["two_branch"] for x in row["spec"]] == [False, True]
+        assert [x["branches"] for x in row["spec"]] == [1, 3]
         assert all(x["identical"] and x["tau"] >= 1.0 for x in row["spec"]), row
-        assert "two_branch" in row["best"]
-    assert "+lookup +2branch" in capsys.readouterr().out
-    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--two-branches", "maybe",
+        assert "branches" in row["best"]
+    assert "+lookup +3br" in capsys.readouterr().out
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--branches", "1,two",
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2
-    assert "--two-branches: expected on/off values" in capsys.readouterr().err
+    assert "--branches '1,two': expected integers 1..8" in capsys.readouterr().err
 
 
 def test_bench_spec_rejects_an_unknown_policy(smollm2_dir: Path, tmp_path: Path, capsys) -> None:

@@ -1,4 +1,4 @@
-"""Branches: a shadow row's block table and scratch KV for a second verify branch, and the copy
+"""Branches: a shadow row's block table and scratch KV for an extra verify branch, and the copy
 of a winning branch's KV into the sequence's own slots. The branch choice itself, end to end
 and greedy-identical, is in test_spec_step.py."""
 
@@ -20,7 +20,7 @@ from turnspec.engine.local.core import EngineCore
 def core(tmp_path: Path) -> EngineCore:
     target = make_target(tmp_path, 12, 0)
     cfg = LocalEngineConfig(model_dir=str(target), dtype="float64", block_size=4,
-                            kv_memory_gb=0.05, max_batch=4, spec_two_branch=True)
+                            kv_memory_gb=0.05, max_batch=4, spec_branches=2)
     return EngineCore(cfg, tokenizer=make_tokenizer(12), drafter=make_drafter(target, 8, 0))
 
 

@@ -32,14 +32,14 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
-           min_confidence: float = 0.0, lookup: bool = False, two_branch: bool = False) -> EngineCore:
+           min_confidence: float = 0.0, lookup: bool = False, branches: int = 1) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
     # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
                             max_batch=max_batch, spec_policy="always",
                             spec_min_confidence=min_confidence, spec_lookup=lookup,
-                            spec_two_branch=two_branch)
+                            spec_branches=branches)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -98,11 +98,12 @@ def test_confidence_truncated_verify_is_token_identical(tmp_path: Path, seed: in
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_two_branch_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, seed: int) -> None:
-    """Greedy rows verify both the drafter's block and the lookup continuation in one pass and
-    keep the longer: output stays plain greedy (the winning branch's KV is copied into the
-    sequence's own slots, so every later token depends on that copy), second branches win at
-    times, and a sampled request in the same batch never branches."""
+def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, seed: int) -> None:
+    """Greedy rows verify several blocks in one pass (the drafter's, the lookup continuation,
+    the drafter's under other first tokens) and keep the one accepted furthest: output stays
+    plain greedy (the winning branch's KV is copied into the sequence's own slots, so every
+    later token depends on that copy), other branches win at times, and a sampled request in
+    the same batch never branches."""
     from turnspec.engine.local import spec_step
     from turnspec.engine.local.branch import Branches
 
@@ -122,27 +123,28 @@ def test_two_branch_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, s
         return real(self, seq, shadow, count)
 
     monkeypatch.setattr(Branches, "adopt", counting_adopt)
-    for lookup, block in ((True, 8), (False, 16)):
+    for lookup, block, n in ((True, 8, 2), (False, 16, 2), (True, 8, 4), (False, 16, 5)):
         spec_core = engine(target, vocab, make_drafter(target, block, seed), lookup=lookup,
-                           two_branch=True)
+                           branches=n)
+        before = len(adopted)
         got, finals = run(spec_core, prompts, sampling)
-        assert got == plain, f"seed={seed} lookup={lookup}"
+        assert got == plain, f"seed={seed} lookup={lookup} branches={n}"
         assert all(f.spec.committed_tokens >= f.spec.verify_steps for f in finals)
-    assert adopted, "no second branch ever won"
+        assert len(adopted) > before, f"no other branch ever won: lookup={lookup} branches={n}"
     # a sampled row rides in the same batch and is never branched
-    mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, two_branch=True)
+    mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=3)
     mixed.add(GenerateRequest("sampled", prompts[0], SamplingParams(max_tokens=16, temperature=0.8,
                                                                     seed=seed, ignore_eos=True)))
     mixed.add(GenerateRequest("greedy", prompts[1], sampling))
     branched: list[list[str]] = []
-    real_other = spec_step._other_blocks
+    real_other = spec_step._extra_blocks
 
     def recording_other(seqs, *args):
         rows, alts = real_other(seqs, *args)
         branched.append([seqs[r].request.request_id for r in rows])
         return rows, alts
 
-    monkeypatch.setattr(spec_step, "_other_blocks", recording_other)
+    monkeypatch.setattr(spec_step, "_extra_blocks", recording_other)
     tokens: dict[str, list[int]] = {"sampled": [], "greedy": []}
     while mixed.has_work():
         for d in mixed.step():
@@ -151,10 +153,42 @@ def test_two_branch_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, s
     assert any(branched) and not any("sampled" in ids for ids in branched)
 
 
-def test_two_branch_needs_a_drafter(tmp_path: Path) -> None:
+def test_branches_need_a_drafter(tmp_path: Path) -> None:
     target = make_target(tmp_path, 12, 0)
-    with pytest.raises(ValueError, match="spec_two_branch: expected a speculator"):
-        engine(target, 12, two_branch=True)
+    with pytest.raises(ValueError, match="spec_branches=2: expected a speculator"):
+        engine(target, 12, branches=2)
+
+
+def test_extra_blocks_order_skip_repeats_and_stop_at_the_limits() -> None:
+    """The other block of the lookup choice comes first, then the drafter's block under its next
+    first tokens; repeats of a block already verified are skipped, sampled and non-speculating
+    rows get none, a confidence cut with no draft left gets no swapped first token, and the
+    per-row and per-step limits hold."""
+    from types import SimpleNamespace
+
+    from turnspec.engine.local.spec_step import _extra_blocks
+
+    def seq(greedy: bool = True):
+        return SimpleNamespace(request=SimpleNamespace(sampling=SimpleNamespace(greedy=greedy)))
+
+    own = [[5, 6, 7], [5, 6, 7], [5, 6, 7], [5, 6, 7], [-1, -1, -1]]
+    chosen = [[9, 9, -1], [5, 6, 7], [5, 6, 7], [5, 6, 7], [-1, -1, -1]]  # row 0 took lookup
+    conts = [([9, 9], 6), ([5, 6, 7], 3), ([8, 8, 8], 2), ([1, 2], 2), ([], 0)]
+    firsts = [[2, 3], [2, 3], [9, 3], [2, 3], [2, 3]]
+    seqs = [seq(), seq(), seq(), seq(False), seq()]
+    spec = [True, True, True, True, True]
+    rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, firsts, 3, 16)
+    assert list(zip(rows, alts, strict=True)) == [
+        (0, [5, 6, 7]), (0, [2, 6, 7]), (0, [3, 6, 7]),   # drafter's own, then swapped firsts
+        (1, [2, 6, 7]), (1, [3, 6, 7]),                    # its continuation repeats the chosen
+        (2, [8, 8, 8]), (2, [9, 6, 7]), (2, [3, 6, 7]),
+    ]                                                      # row 3 sampled, row 4 has no draft
+    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, firsts, 1, 16)
+    assert rows == [0, 1, 2]
+    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, firsts, 3, 4)
+    assert rows == [0, 0, 0, 1]
+    rows, _ = _extra_blocks(seqs, [False] * 5, conts, own, chosen, firsts, 3, 16)
+    assert rows == []
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")
     spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks),
-                                   spec_branches=max(counts or [cfg.spec_branches])))
+                                   spec_branches=max(counts) if counts else cfg.spec_branches))
     branches = spec_core.branches  # the branch scratch, for the configurations with several
     plain_core = EngineCore(replace(cfg, speculator="none"), tokenizer=spec_core.tokenizer)
     hf = None
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         _run_hf(hf, warm, 4, eos, None)
     confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
     lookups = lookups or [spec_core.policy.lookup]
-    counts = counts or [cfg.spec_branches]
+    counts = counts or [spec_core.spec_branches]  # the engine's default
     configs = [(pol, b, c, lk, n) for pol in policies for b in blocks for c in confs
                for lk in lookups for n in counts]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):

@@ -30,11 +30,11 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--spec-lookup", choices=("on", "off"), default="on",
                    help="prompt-lookup drafts where the drafter expects little or a span of the "
                         "context is being copied (default: %(default)s)")
-    g.add_argument("--spec-branches", type=int, default=1,
+    g.add_argument("--spec-branches", type=int, default=None,
                    help="blocks each greedy row verifies in one pass, keeping the one accepted "
                         "furthest: 2 adds the block the lookup rule passed over (drafter's or "
                         "lookup), more add the drafter's block under its next most likely "
-                        "first tokens (default: %(default)s)")
+                        "first tokens (default: 3 on CUDA with a speculator, 1 on CPU)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)

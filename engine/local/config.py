@@ -10,6 +10,7 @@ from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
 MAX_SPEC_BRANCHES = 8  # verify branches per greedy row (branch.py)
+CUDA_SPEC_BRANCHES = 3  # the default on CUDA (spec_branches)
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
@@ -44,8 +45,9 @@ class LocalEngineConfig:
     # verify branches per greedy row (branch.py): 1 verifies the block the drafter and the
     # lookup rule chose; 2 also the block the rule passed over; more also the drafter's block
     # with its first draft swapped for the next most likely first tokens. Each branch is one
-    # more verify row; 1 by default until timed on a GPU
-    spec_branches: int = 1
+    # more verify row. None: CUDA_SPEC_BRANCHES on CUDA (docs/benchmarks.md: voice 3.50x ->
+    # 4.10x over plain decode on the H200, 48 turns), 1 on CPU (a row's compute a branch)
+    spec_branches: int | None = None
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -81,7 +83,8 @@ class LocalEngineConfig:
             raise ValueError(f"spec_min_confidence: expected 0 <= value < 1, got {self.spec_min_confidence}")
         if not isinstance(self.spec_lookup, bool):
             raise ValueError(f"spec_lookup: expected True or False, got {self.spec_lookup!r}")
-        if (not isinstance(self.spec_branches, int) or isinstance(self.spec_branches, bool)
+        if self.spec_branches is not None and (
+                not isinstance(self.spec_branches, int) or isinstance(self.spec_branches, bool)
                 or not 1 <= self.spec_branches <= MAX_SPEC_BRANCHES):
             raise ValueError(f"spec_branches: expected an integer 1..{MAX_SPEC_BRANCHES}, got "
                              f"{self.spec_branches!r}")
@@ -89,6 +92,13 @@ class LocalEngineConfig:
             raise ValueError(f"cpu_gemm: expected one of {CPU_GEMMS}, got {self.cpu_gemm!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):
             raise ValueError(f"spec_block_size: expected 1..64, got {self.spec_block_size}")
+
+    def branches_for(self, on_cpu: bool, has_drafter: bool) -> int:
+        """Verify branches per greedy row: spec_branches, else CUDA_SPEC_BRANCHES on CUDA with a
+        drafter and 1 otherwise."""
+        if self.spec_branches is not None:
+            return self.spec_branches
+        return CUDA_SPEC_BRANCHES if has_drafter and not on_cpu else 1
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -124,17 +124,18 @@ class EngineCore:
         block = cfg.block_size
         nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
         scratch = 0  # KV blocks past the block manager's range: extra verify branches (branch.py)
-        shadow_rows = cfg.max_batch * (cfg.spec_branches - 1)
+        self.spec_branches = cfg.branches_for(on_cpu, self.drafter is not None)
+        shadow_rows = cfg.max_batch * (self.spec_branches - 1)
         if shadow_rows:
             if self.drafter is None:
-                raise ValueError(f"spec_branches={cfg.spec_branches}: expected a speculator "
+                raise ValueError(f"spec_branches={self.spec_branches}: expected a speculator "
                                  "(--speculator default or PATH); there is no drafter's block "
                                  "to branch from")
             scratch = shadow_rows * Branches.blocks_per_row(block, self.drafter.config.block_size)
             if scratch >= nblocks:
-                raise ValueError(f"spec_branches={cfg.spec_branches}: needs {scratch} scratch KV "
+                raise ValueError(f"spec_branches={self.spec_branches}: needs {scratch} scratch KV "
                                  f"blocks of the {nblocks} there are; expected a larger "
-                                 "--kv-memory-gb, a smaller --max-batch or fewer branches")
+                                 "--kv-memory-gb, a smaller --max-batch or fewer --spec-branches")
         self.blocks = BlockManager(nblocks - scratch, block)
         self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead,
                                    cfg.admit_min_free)
@@ -142,7 +143,7 @@ class EngineCore:
                                   device, dtype, self.drafter, context_kv)
         self.branches = Branches(self.runner, nblocks - scratch, shadow_rows,
                                  self.drafter.config.block_size,
-                                 cfg.spec_branches) if scratch else None
+                                 self.spec_branches) if scratch else None
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up

@@ -37,7 +37,7 @@ batch)   # alternating, so drift hits every setting alike; wall time from datage
         --max-new-tokens 160 --out /tmp/dg > "$OUT/batch-$1-$2-$rep.log" 2>&1 || true
       awk -v a="$t0" -v b="$EPOCHREALTIME" -v c="lookup=$1 branches=$2 rep=$rep" \
         'BEGIN {printf "%s: process wall %.1f s\n", c, b - a}'
-      grep -E "tok/s|rror" "$OUT/batch-$1-$2-$rep.log" | tail -n 2
+      grep -E "tokens_per_s|rror" "$OUT/batch-$1-$2-$rep.log" | tail -n 2 || true
     done
   done
   ;;

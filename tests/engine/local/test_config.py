@@ -48,3 +48,14 @@ def test_prompt_lookup_is_on_by_default() -> None:
     add_engine_args(p)
     assert p.parse_args([]).spec_lookup == "on"
     assert p.parse_args(["--spec-lookup", "off"]).spec_lookup == "off"
+
+
+def test_verify_branches_default_to_three_on_cuda_with_a_drafter_only() -> None:
+    """CUDA serves three verify branches a greedy row by default (a branch is one more row of a
+    launch-bound verify there); a CPU, where a branch costs a row's compute, and an engine
+    without a drafter verify one; an explicit count always wins."""
+    cfg = LocalEngineConfig(model_dir="m")
+    assert cfg.branches_for(on_cpu=False, has_drafter=True) == 3
+    assert cfg.branches_for(on_cpu=True, has_drafter=True) == 1
+    assert cfg.branches_for(on_cpu=False, has_drafter=False) == 1
+    assert LocalEngineConfig(model_dir="m", spec_branches=2).branches_for(True, True) == 2

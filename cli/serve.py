@@ -94,6 +94,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _sglang_engine(args: argparse.Namespace):
     from turnspec.engine.sglang import INSTALL_HINT, SGLangEngine, sglang_available
 
+    if args.spec_branches is not None:  # SGLang's DFLASH verifies one block a row
+        raise ValueError(f"--spec-branches {args.spec_branches}: the local engine's; expected it "
+                         "without --engine sglang")
     if not sglang_available():  # fail before binding ports or converting a model
         raise ValueError(INSTALL_HINT)
     return SGLangEngine(sglang_config_from_args(args))

@@ -8,7 +8,8 @@ best pick of the two per step adds +0.20 tokens per verify step over the rule (4
 scripts/analysis/lookup_oracle.py, docs/dflash.md); the drafter's block under its second..
 fourth most likely first tokens adds more on generic chat (docs/dflash.md). Each branch is one
 more row in the verify batch, which costs little where a verify is launch-bound (a GPU at small
-batch) and about a row's compute where it is not (a CPU). So it is opt-in.
+batch) and about a row's compute where it is not (a CPU). So CUDA verifies three by default
+and a CPU one (config.py `spec_branches`).
 
 How: each extra branch runs as a shadow row. Its block table is the sequence's up to the block
 holding the anchor, then scratch blocks reserved once at start: the first a copy of the

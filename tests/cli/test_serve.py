@@ -186,3 +186,13 @@ def test_serve_engine_sglang_without_sglang_fails_fast_with_a_hint(smollm2_dir, 
     assert code == 2  # before any port is bound or engine built
     err = capsys.readouterr().err
     assert "needs the sglang package" in err and "scripts/gpu/README.md" in err
+
+
+def test_serve_engine_sglang_refuses_the_local_engines_verify_branches(smollm2_dir, capsys):
+    from turnspec.cli.main import main
+
+    code = main(["serve", "--engine", "sglang", "--model", str(smollm2_dir), "--port", "0",
+                 "--spec-branches", "3"])
+    assert code == 2
+    assert "--spec-branches 3: the local engine's; expected it without --engine sglang" \
+        in capsys.readouterr().err

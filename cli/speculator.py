@@ -176,6 +176,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--lookup", action="store_true",
                    help="also score each split with prompt lookup, as the local engine takes it "
                         "(split NAME+lookup; full blocks, as on CUDA)")
+    e.add_argument("--branches", type=int, default=1,
+                   help="with --lookup: verify this many blocks a step and keep the one accepted "
+                        "furthest, as `serve --spec-branches N` does (split NAME+lookup+Nbr; "
+                        "the CUDA default is 3; default: %(default)s)")
     e.add_argument("--max-len", type=int, default=2048)
     e.add_argument("--device", default="auto")
     e.add_argument("--with-train", action="store_true", help="also a sample of the train split")
@@ -275,7 +279,7 @@ def run_eval(args: argparse.Namespace) -> int:
             args.data, drafter=args.drafter, model_dir=resolve_model_dir(args.model),
             block_sizes=args.block_size, samples=args.samples, max_len=args.max_len,
             device=args.device, with_train=args.with_train, json_out=args.json,
-            lookup=args.lookup), strict=False):
+            lookup=args.lookup, branches=args.branches), strict=False):
         print(f"{path}: tau per split, 90% interval over turns\n{tau_table(outs)}",
               file=sys.stderr)
         for out in outs:

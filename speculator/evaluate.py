@@ -16,14 +16,15 @@ from turnspec.speculator.tau import format_interval
 def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                   block_sizes: Sequence[int] | None, samples: int, max_len: int, device: str,
                   with_train: bool, json_out: list[Path] | None,
-                  lookup: bool = False) -> Iterator[list[dict]]:
+                  lookup: bool = False, branches: int = 1) -> Iterator[list[dict]]:
     """Score each set's held-out splits (and a train sample with `with_train`) at each block
     size (None: the drafter's trained one); yields each set's results, one dict per block size
     ({"block_size", "tau": {split: tau}, "eval": {split: TauResult dict}}), as soon as the set
     is scored, and writes `json_out[i]` then, if given: that dict for one block size, else
     {"block_sizes", "by_block": {"8": ..., "16": ...}}. The target runs once per batch for all
     block sizes (`evaluate_tau_runs`). `lookup`: each split is scored a second time with
-    prompt lookup, as split "NAME+lookup", from the same target pass."""
+    prompt lookup, as split "NAME+lookup", from the same target pass; with `branches` > 1 as
+    the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3)."""
     import torch
 
     from turnspec.engine.drafter import load_drafter
@@ -32,6 +33,9 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     from turnspec.speculator.tau import evaluate_tau_runs
     from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device
 
+    if branches > 1 and not lookup:
+        raise ValueError(f"branches={branches}: expected lookup too (the engine's verify "
+                         "branches ride on its lookup rule)")
     if json_out is not None and len(json_out) != len(data):
         raise ValueError(f"json_out: expected one path per data set ({len(data)}), got "
                          f"{len(json_out)}")
@@ -58,8 +62,9 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
         for name, seqs in splits.items():
             t = time.perf_counter()
             for (b, lk), r in evaluate_tau_runs(model, target, seqs, blocks, lookups,
-                                                batch_size=batch, max_len=max_len).items():
-                label = f"{name}+lookup" if lk else name
+                                                batch_size=batch, max_len=max_len,
+                                                branches=branches).items():
+                label = f"{name}+lookup" + (f"+{branches}br" if branches > 1 else "") if lk else name
                 results[b][label] = r.to_dict()
                 log(f"tau[{label}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) "
                     f"over {r.steps} steps, {r.samples} samples")

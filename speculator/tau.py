@@ -24,12 +24,10 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.local.ngram import ngram_lookup
-from turnspec.engine.local.spec_policy import SpecPolicy
-from turnspec.engine.local.spec_step import LOOKUP_AGREE, takes_lookup
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
 from turnspec.speculator.target import FrozenTarget
+from turnspec.speculator.tau_lookup import BranchPick, with_lookup
 
 # pick(drafts, logits, anchor, active, accepted_of) -> the drafts a replayed step verifies
 # (`replay_steps`); accepted_of(candidates [b, blk-1]) -> [b] drafts the target would accept
@@ -85,9 +83,11 @@ def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: l
 @torch.no_grad()
 def evaluate_tau_runs(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample],
                       block_sizes: Sequence[int], lookups: Sequence[bool], *,
-                      batch_size: int = 32, max_len: int = 2048) -> dict[tuple[int, bool], TauResult]:
+                      batch_size: int = 32, max_len: int = 2048,
+                      branches: int = 1) -> dict[tuple[int, bool], TauResult]:
     """`evaluate_tau_blocks` for every (block size, lookup) pair, keyed so, from one target
-    pass per batch for all of them."""
+    pass per batch for all of them. `branches` > 1: the lookup runs verify that many blocks a
+    step (`replay_steps`)."""
     blocks = tuple(dict.fromkeys(block_sizes))
     if not blocks:
         raise ValueError("block_sizes: expected at least one block size")
@@ -106,7 +106,8 @@ def evaluate_tau_runs(drafter: DFlashDrafter, target: FrozenTarget, samples: lis
         batch = seqs[i : i + batch_size]
         context = replay_context(drafter, target, batch, max_len, max(blocks))
         for k in runs:
-            h, t, n = _replay(drafter, target, batch, k[0], max_len, context, k[1])
+            h, t, n = _replay(drafter, target, batch, k[0], max_len, context, k[1],
+                              branches if k[1] else 1)
             hist[k] += h
             row_tokens[k] += t.tolist()
             row_steps[k] += n.tolist()
@@ -176,7 +177,8 @@ def tau_difference_interval(tokens: Sequence[int], steps_a: Sequence[int], steps
 
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
-            max_len: int, context: ReplayContext, lookup: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+            max_len: int, context: ReplayContext, lookup: bool = False,
+            branches: int = 1) -> tuple[Tensor, Tensor, Tensor]:
     """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and
     steps [b] per sequence)."""
     dev = target.device
@@ -184,7 +186,8 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
     hist = torch.zeros(blk, dtype=torch.long, device=dev)
     row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
     row_steps = torch.zeros(b, dtype=torch.long, device=dev)
-    for step in replay_steps(drafter, target, seqs, blk, max_len, context, lookup):
+    for step in replay_steps(drafter, target, seqs, blk, max_len, context, lookup,
+                             branches=branches):
         hist += torch.bincount((step.produced - 1)[step.active], minlength=blk)
         row_tokens += torch.where(step.active, step.produced, 0)
         row_steps += step.active
@@ -235,17 +238,23 @@ def replay_context(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Samp
 
 def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
                  max_len: int, context: ReplayContext | None = None,
-                 lookup: bool = False, pick: Pick | None = None) -> Iterator[ReplayStep]:
+                 lookup: bool = False, pick: Pick | None = None,
+                 branches: int = 1) -> Iterator[ReplayStep]:
     """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
     (scripts/analysis/tau_misses.py reads which token each step stopped at). `context`: the
     batch's `replay_context`, when several block sizes share it. `lookup`: a row takes the
     prompt-lookup continuation of its tokens so far where the engine would (`with_lookup`).
     `pick`: instead, each step's drafts are what pick(drafts, logits, anchor, active,
     accepted_of) returns, where accepted_of(candidates [b, blk-1]) counts the drafts the target
-    would accept of any candidate block (scripts/analysis/lookup_oracle.py: the best choice)."""
+    would accept of any candidate block (scripts/analysis/lookup_oracle.py: the best choice).
+    `branches` > 1 (with `lookup`): each step verifies that many blocks as the engine's
+    `--spec-branches` does and keeps the one accepted furthest (`BranchPick`)."""
     if lookup and pick is not None:
         raise ValueError("replay_steps: lookup and pick both given; expected one way to choose "
                          "the drafts")
+    if branches < 1 or (branches > 1 and not lookup):
+        raise ValueError(f"replay_steps: branches={branches}, lookup={lookup}; expected 1, or "
+                         "more with lookup (the engine's branches ride on its lookup rule)")
     if context is None:
         context = replay_context(drafter, target, seqs, max_len, blk)
     if blk > context.pad:
@@ -254,6 +263,8 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
     dev = target.device
     ids, end, anchor = context.ids, context.end, context.start
     host_ids = ids.tolist() if lookup else None
+    if host_ids is not None and branches > 1:
+        pick = BranchPick(host_ids, branches)
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         offs = torch.arange(blk, device=dev)
         while True:
@@ -279,39 +290,3 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
             yield ReplayStep(anchor, accepted, produced, active)
             anchor = torch.where(active, anchor + produced, anchor)
-
-
-LOOKUP_BELOW = SpecPolicy().lookup_below  # the engine's default
-
-
-def lookup_continuations(host_ids: list[list[int]], anchor: Tensor, active: Tensor,
-                         width: int) -> list[tuple[list[int], int]]:
-    """Each row's `ngram_lookup` (continuation, match) over its tokens up to the anchor, at most
-    `width` tokens; ([], 0) for inactive rows."""
-    at, live = anchor.tolist(), active.tolist()
-    return [ngram_lookup(host_ids[r][: at[r] + 1], width) if live[r] else ([], 0)
-            for r in range(len(at))]
-
-
-def with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anchor: Tensor,
-                active: Tensor, conts: list[tuple[list[int], int]] | None = None) -> Tensor:
-    """drafts [b, blk-1] with each active row's block swapped for the prompt-lookup continuation
-    of its tokens up to the anchor where `takes_lookup` says the engine would: the drafter
-    expects fewer than LOOKUP_BELOW accepted drafts (the sum of the cumulative products of its
-    draft probabilities), the continuation starts with its first drafts and is longer than
-    the block it would verify (every draft: no confidence cut, as on CUDA), or its source
-    matches the last LOOKUP_MATCH tokens and it offers more than the drafter expects. -1 pads a
-    shorter continuation and is never accepted. `conts`: `lookup_continuations`, when the
-    caller already has them."""
-    width = drafts.shape[1]
-    expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1).tolist()
-    if conts is None:
-        conts = lookup_continuations(host_ids, anchor, active, width)
-    rows, live = drafts.tolist(), active.tolist()
-    for r, row in enumerate(rows):
-        if not live[r]:
-            continue
-        cont, match = conts[r]
-        if takes_lookup(cont, row[:LOOKUP_AGREE], width, expected[r], LOOKUP_BELOW, match):
-            rows[r] = cont + [-1] * (width - len(cont))
-    return torch.tensor(rows, dtype=drafts.dtype, device=drafts.device)

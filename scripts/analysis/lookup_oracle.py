@@ -8,7 +8,7 @@ Each verify step, a row verifies either the drafter's block or the prompt-lookup
 of its tokens so far (`engine.local.spec_step.takes_lookup`). This replays `--n` held-out
 turns of one source (as `turnspec speculator eval` does, through `speculator.tau.replay_steps`):
 - drafter: never the lookup;
-- rule: the engine's choice (`speculator.tau.with_lookup`), one branch;
+- rule: the engine's choice (`speculator.tau_lookup.with_lookup`), one branch;
 - N branches, for each N of --branches: the rule's block and the engine's other candidates
   (`engine.local.spec_step.branch_candidates`: the block the rule passed over, then the
   drafter's block under its next first tokens), each step the one the target accepts
@@ -33,19 +33,18 @@ from torch import Tensor
 from turnspec.engine.drafter.folder import load_drafter
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.engine.local.args import resolve_model_dir
-from turnspec.engine.local.spec_step import LOOKUP_MATCH, branch_candidates
+from turnspec.engine.local.spec_step import LOOKUP_MATCH
 from turnspec.speculator.data import Sample, read_samples
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import (
     format_interval,
-    lookup_continuations,
     replay_context,
     replay_order,
     replay_steps,
     tau_difference_interval,
     tau_interval,
-    with_lookup,
 )
+from turnspec.speculator.tau_lookup import BranchPick
 from turnspec.speculator.train_io import eval_splits, resolve_device
 
 BASE_MODES = ("drafter", "rule")
@@ -63,49 +62,33 @@ def branches_mode(n: int) -> str:
     return f"{n} branches"
 
 
-class OraclePick:
-    """`replay_steps`' pick for `branches` verify branches a row: the rule's block and the
-    engine's other candidates (`branch_candidates`), the one the target accepts furthest. With
-    `tally`, it also counts, per (match bucket, rule's side), the steps where the rule accepts
-    less than the better of the drafter's block and the lookup continuation, and the drafts
-    it loses there."""
+class OraclePick(BranchPick):
+    """`replay_steps`' pick for `branches` verify branches a row, as the engine verifies them
+    (`BranchPick`). With `tally`, it also counts, per (match bucket, rule's side), the steps
+    where the rule accepts less than the better of the drafter's block and the lookup
+    continuation, and the drafts it loses there."""
 
     def __init__(self, host_ids: list[list[int]], branches: int = 2, tally: bool = True) -> None:
-        if branches < 2:
-            raise ValueError(f"OraclePick: branches={branches}, expected 2 or more")
-        self.host_ids, self.branches, self.tally = host_ids, branches, tally
+        super().__init__(host_ids, branches)
+        self.tally = tally
         self.steps = 0
         self.missed: Counter[tuple[str, str]] = Counter()
         self.lost: Counter[tuple[str, str]] = Counter()
 
-    def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
-                 accepted_of) -> Tensor:
-        width, live = drafts.shape[1], active.tolist()
-        conts = lookup_continuations(self.host_ids, anchor, active, width)
-        rule = with_lookup(drafts, logits, self.host_ids, anchor, active, conts)
-        firsts = logits[:, 0].topk(self.branches, dim=-1).indices[:, 1:].tolist()  # as the engine
-        own, chosen = drafts.tolist(), rule.tolist()
-        cands = []
-        for r in range(len(own)):
-            extra = branch_candidates(chosen[r], own[r], conts[r][0], firsts[r], self.branches - 1)
-            cands.append([chosen[r], *extra] + [[-1] * width] * (self.branches - 1 - len(extra)))
-        blocks = torch.tensor(cands, dtype=drafts.dtype, device=drafts.device)  # [b, N, w]
-        accepted = torch.stack([accepted_of(blocks[:, k]) for k in range(self.branches)], -1)
-        if self.tally:
-            look = torch.tensor([c + [-1] * (width - len(c)) for c, _ in conts],
-                                dtype=drafts.dtype, device=drafts.device)
-            best = torch.maximum(accepted_of(drafts), accepted_of(look))
-            self._tally(drafts, conts, rule, best, accepted[:, 0], live)
-        return blocks[torch.arange(len(own), device=drafts.device), accepted.argmax(-1)]
-
-    def _tally(self, drafts: Tensor, conts: list, rule: Tensor, best: Tensor, a_r: Tensor,
-               live: list[bool]) -> None:
+    def seen(self, drafts: Tensor, conts: list[tuple[list[int], int]], rule: Tensor,
+             accepted_rule: Tensor, active: Tensor, accepted_of) -> None:
+        if not self.tally:
+            return
+        width = drafts.shape[1]
+        look = torch.tensor([c + [-1] * (width - len(c)) for c, _ in conts],
+                            dtype=drafts.dtype, device=drafts.device)
+        best = torch.maximum(accepted_of(drafts), accepted_of(look))
         took_lookup = (rule != drafts).any(-1)
-        for r, (_, match) in enumerate(conts):
-            if not live[r]:
+        for r, ((_, match), live) in enumerate(zip(conts, active.tolist(), strict=True)):
+            if not live:
                 continue
             self.steps += 1
-            gap = int(best[r] - a_r[r])
+            gap = int(best[r] - accepted_rule[r])
             if gap > 0:
                 key = (_bucket(match), "rule took lookup" if took_lookup[r] else "rule took drafter")
                 self.missed[key] += 1

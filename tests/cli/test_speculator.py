@@ -71,6 +71,17 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert "B=3" in err and "B=2" in err and "tools-heldout" in err
     with pytest.raises(SystemExit):
         _run("speculator", "eval", "--data", str(held), "--block-size", "8,x")
+    # with lookup as the engine serves it on CUDA: three verify branches a step
+    assert _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+                str(run / "drafter"), "--samples", "4", "--block-size", "3", "--device", "cpu",
+                "--lookup", "--branches", "3", "--json", str(multi)) == 0
+    br = json.loads(multi.read_text())["tau"]
+    assert set(br) == {"generic-heldout", "tools-heldout", "generic-heldout+lookup+3br",
+                       "tools-heldout+lookup+3br"}
+    assert all(1.0 <= t <= 3.0 for t in br.values())
+    with pytest.raises(ValueError, match="branches=3: expected lookup too"):
+        _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+             str(run / "drafter"), "--device", "cpu", "--branches", "3")
     # export from the run folder (its checkpoint.pt) == the drafter train exported
     assert _run("speculator", "export", "--out", str(tmp_path / "x"), "--checkpoint", str(run),
                 "--dtype", "float32", "--reproduce", "turnspec speculator train ...") == 0

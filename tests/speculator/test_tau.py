@@ -58,3 +58,12 @@ def test_replay_refuses_two_ways_to_choose_the_drafts() -> None:
     steps = replay_steps(None, None, [], 16, 2048, lookup=True, pick=lambda d, *_: d)
     with pytest.raises(ValueError, match="lookup and pick both given"):
         next(steps)
+
+
+@pytest.mark.parametrize("kwargs", [{"branches": 3}, {"branches": 0, "lookup": True}])
+def test_replay_branches_ride_on_lookup(kwargs: dict) -> None:
+    """Verify branches replay the engine's, which start from its lookup rule's block: more
+    than one without lookup, or fewer than one, is refused rather than scored as one."""
+    steps = replay_steps(None, None, [], 16, 2048, **kwargs)
+    with pytest.raises(ValueError, match="expected 1, or more with lookup"):
+        next(steps)

@@ -24,10 +24,10 @@ policy.lookup_below), whose continuation agrees with its first drafts and runs l
 more than the drafter expects, takes the continuation of the latest earlier occurrence of its
 last tokens instead (ngram.py), when there is one: copies from the context that the drafter
 cuts short.
-Multi-branch verify (`branches`, branch.py; opt-in): a greedy row also verifies the block the
-lookup rule did not pick and the drafter's block under its next most likely first tokens, as
-shadow rows of the same pass, and commits whichever the target accepts furthest; each branch
-alone is verified exactly as above, so greedy output stays identical.
+Multi-branch verify (`branches`, branch.py; three on CUDA, one on CPU): a greedy row also
+verifies the block the lookup rule did not pick and the drafter's block under its next most
+likely first tokens, as shadow rows of the same pass, and commits whichever the target accepts
+furthest; each branch alone is verified exactly as above, so greedy output stays identical.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     for i, r in enumerate(alt_rows):
         if packed[b + i][0] > packed[tap_row[r]][0]:
             tap_row[r] = b + i
-    for r in set(alt_rows):
+    for r in dict.fromkeys(alt_rows):
         if tap_row[r] != r:  # a shadow won: its tokens and KV become the sequence's
             packed[r] = packed[tap_row[r]]
             branches.adopt(seqs[r], shadows[tap_row[r] - b], packed[r][0] + 1)

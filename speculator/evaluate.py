@@ -28,11 +28,15 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     import torch
 
     from turnspec.engine.drafter import load_drafter
+    from turnspec.engine.local.config import MAX_SPEC_BRANCHES
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.target import FrozenTarget
     from turnspec.speculator.tau import evaluate_tau_runs
     from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device
 
+    if not 1 <= branches <= MAX_SPEC_BRANCHES:
+        raise ValueError(f"branches={branches}: expected 1..{MAX_SPEC_BRANCHES}, as the engine "
+                         "serves (--spec-branches)")
     if branches > 1 and not lookup:
         raise ValueError(f"branches={branches}: expected lookup too (the engine's verify "
                          "branches ride on its lookup rule)")

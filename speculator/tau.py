@@ -11,7 +11,9 @@ tau = generated tokens / steps here equals the online greedy acceptance length (
 
 With `lookup`, each step may take the prompt-lookup continuation instead of the drafts, by the
 engine's own rule (engine/local/spec_step.py `takes_lookup`, full blocks verified as on CUDA):
-the τ of the drafter with lookup, as the local engine serves it.
+the τ of the drafter with lookup, as the local engine serves it; with `branches` > 1, each step
+also verifies the engine's other candidate blocks and keeps the one accepted furthest
+(tau_lookup.py `BranchPick`, the engine's `--spec-branches`).
 """
 
 from __future__ import annotations

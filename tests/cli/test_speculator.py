@@ -79,6 +79,9 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert set(br) == {"generic-heldout", "tools-heldout", "generic-heldout+lookup+3br",
                        "tools-heldout+lookup+3br"}
     assert all(1.0 <= t <= 3.0 for t in br.values())
+    with pytest.raises(ValueError, match="branches=9: expected 1..8"):
+        _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+             str(run / "drafter"), "--device", "cpu", "--lookup", "--branches", "9")
     with pytest.raises(ValueError, match="branches=3: expected lookup too"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
              str(run / "drafter"), "--device", "cpu", "--branches", "3")

@@ -11,6 +11,8 @@ from turnspec.engine.sglang import SGLangConfig
 
 # the flags add_sglang_args defines (argparse dests): the ones a command rejects for another engine
 SGLANG_FLAGS = ("sglang_mem_fraction", "sglang_attention_backend", "sglang_arg")
+# the local engine's flags SGLang reads too (sglang_config_from_args)
+SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size")
 
 
 def add_sglang_args(p: argparse.ArgumentParser) -> None:
@@ -51,3 +53,32 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
         model_dir=resolve_model_dir(args.model), speculator=spec,
         spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg))
+
+
+def local_flags_given(args: argparse.Namespace) -> list[str]:
+    """The local engine's flags (engine/local/args.py) that SGLang does not read, where args
+    holds other than their defaults, as typed: what a command run with --engine sglang would
+    otherwise ignore silently."""
+    from turnspec.engine.local.args import add_engine_args
+
+    return given_flags(args, {k: v for k, v in parser_defaults(add_engine_args).items()
+                              if k not in SHARED_ENGINE_FLAGS})
+
+
+def sglang_flags_given(args: argparse.Namespace) -> list[str]:
+    """SGLang's flags where args holds other than their defaults, as typed: what the local
+    engine would ignore."""
+    return given_flags(args, {k: v for k, v in parser_defaults(add_sglang_args).items()
+                              if k in SGLANG_FLAGS})
+
+
+def parser_defaults(add) -> dict[str, object]:
+    """The defaults of the flags `add(parser)` defines."""
+    p = argparse.ArgumentParser(add_help=False)
+    add(p)
+    return vars(p.parse_args([]))
+
+
+def given_flags(args: argparse.Namespace, defaults: dict[str, object]) -> list[str]:
+    """The flags among `defaults` whose value in args is not their default, as typed."""
+    return ["--" + k.replace("_", "-") for k, v in defaults.items() if getattr(args, k) != v]

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 ENGINES = ("local", "sglang")
 # datagen's own flags that only the local engine reads (the engine flags are add_engine_args')
 LOCAL_DATAGEN_FLAGS = ("feed", "admit_min_free", "tool_grammar")
-# the local engine's flags SGLang reads too (engine/sglang_args.py)
-SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size")
 
 
 class DatagenTarget(Protocol):
@@ -64,8 +62,7 @@ def make_target(args: argparse.Namespace) -> DatagenTarget:
 
 def check_engine_flags(args: argparse.Namespace) -> None:
     """SystemExit for a flag the chosen engine does not read, or for sglang not installed."""
-    from turnspec.engine.local.args import add_engine_args
-    from turnspec.engine.sglang_args import SGLANG_FLAGS, add_sglang_args
+    from turnspec.engine.sglang_args import given_flags, local_flags_given, sglang_flags_given
 
     if args.engine not in ENGINES:
         raise SystemExit(f"--engine {args.engine!r}: expected one of {ENGINES}")
@@ -74,30 +71,16 @@ def check_engine_flags(args: argparse.Namespace) -> None:
 
         if not sglang_available():   # before a prompt renders or a model converts
             raise SystemExit(f"datagen: {INSTALL_HINT}")
-        engine = _defaults(add_engine_args)
-        given = _given(args, {**{k: v for k, v in engine.items() if k not in SHARED_ENGINE_FLAGS},
-                              **dict.fromkeys(LOCAL_DATAGEN_FLAGS)})
+        given = local_flags_given(args) + given_flags(args, dict.fromkeys(LOCAL_DATAGEN_FLAGS))
         if given:
             raise SystemExit(f"datagen --engine sglang: {', '.join(given)} apply to the local "
                              "engine only; expected SGLang's own flags (--sglang-mem-fraction, "
                              "--sglang-arg KEY=VALUE) instead")
     else:
-        given = _given(args, {k: v for k, v in _defaults(add_sglang_args).items()
-                              if k in SGLANG_FLAGS})
+        given = sglang_flags_given(args)
         if given:
             raise SystemExit(f"datagen --engine local: {', '.join(given)} apply to "
                              "--engine sglang only")
-
-
-def _defaults(add) -> dict[str, Any]:
-    p = argparse.ArgumentParser(add_help=False)
-    add(p)
-    return vars(p.parse_args([]))
-
-
-def _given(args: argparse.Namespace, defaults: dict[str, Any]) -> list[str]:
-    """The flags among `defaults` whose value in args is not their default, as typed."""
-    return ["--" + k.replace("_", "-") for k, v in defaults.items() if getattr(args, k) != v]
 
 
 class LocalTarget:

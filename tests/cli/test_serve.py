@@ -188,11 +188,19 @@ def test_serve_engine_sglang_without_sglang_fails_fast_with_a_hint(smollm2_dir, 
     assert "needs the sglang package" in err and "scripts/gpu/README.md" in err
 
 
-def test_serve_engine_sglang_refuses_the_local_engines_verify_branches(smollm2_dir, capsys):
+def test_serve_refuses_the_other_engines_flags(smollm2_dir, capsys):
+    """A flag the chosen engine would not read is refused before anything loads, not ignored:
+    the local engine's under --engine sglang (SGLang's DFLASH has no lookup, no branches),
+    SGLang's under the local engine."""
     from turnspec.cli.main import main
 
     code = main(["serve", "--engine", "sglang", "--model", str(smollm2_dir), "--port", "0",
-                 "--spec-branches", "3"])
+                 "--spec-branches", "3", "--spec-lookup", "off", "--speculator", "default"])
     assert code == 2
-    assert "--spec-branches 3: the local engine's; expected it without --engine sglang" \
+    assert ("serve --engine sglang: --spec-lookup, --spec-branches apply to the local engine "
+            "only") in capsys.readouterr().err
+    code = main(["serve", "--model", str(smollm2_dir), "--port", "0",
+                 "--sglang-mem-fraction", "0.5"])
+    assert code == 2
+    assert "serve --engine local: --sglang-mem-fraction apply to --engine sglang only" \
         in capsys.readouterr().err

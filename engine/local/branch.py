@@ -78,7 +78,7 @@ class Branches:
         anchor's block."""
         if len(seqs) > self.max_rows:
             raise ValueError(f"shadows: {len(seqs)} rows, expected at most {self.max_rows}")
-        bs, out = self.runner.block_size, []
+        bs, out, src, dst = self.runner.block_size, [], [], []
         for i, seq in enumerate(seqs):
             first = seq.num_computed // bs
             need = (seq.num_computed + block - 1) // bs - first + 1
@@ -86,13 +86,19 @@ class Branches:
                 raise ValueError(f"shadows: a block of {block} needs {need} scratch blocks, "
                                  f"expected at most {self.per_row}")
             scratch = self.pool[i * self.per_row : i * self.per_row + need]
-            self.runner.copy_kv_block(seq.block_table[first], scratch[0])
+            src.append(seq.block_table[first])
+            dst.append(scratch[0])
             out.append(Shadow(seq.block_table[:first] + scratch, seq.num_computed))
+        if src:
+            self.runner.copy_kv_blocks(src, dst)
         return out
 
-    def adopt(self, seq: Sequence, shadow: Shadow, count: int) -> None:
-        """The shadow won: its KV for the `count` positions from the anchor on becomes the
-        sequence's."""
-        start = seq.num_computed
-        self.runner.copy_kv_slots(self.runner.slots(shadow, start, count),
-                                  self.runner.slots(seq, start, count))
+    def adopt(self, wins: list[tuple[Sequence, Shadow, int]]) -> None:
+        """Each (sequence, shadow, count): the shadow won, and its KV for the `count` positions
+        from the anchor on becomes the sequence's (one copy for all of them)."""
+        src, dst = [], []
+        for seq, shadow, count in wins:
+            src += self.runner.slots(shadow, seq.num_computed, count)
+            dst += self.runner.slots(seq, seq.num_computed, count)
+        if src:
+            self.runner.copy_kv_slots(src, dst)

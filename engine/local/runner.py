@@ -87,11 +87,13 @@ class ModelRunner:
         return ExtendOutput(hidden, taps)
 
     @torch.inference_mode()
-    def copy_kv_block(self, src: int, dst: int) -> None:
-        """Target K/V of block `src` into block `dst`, every layer (a second verify branch's
-        copy of the anchor's block: branch.py)."""
-        self.k_pools[:, dst] = self.k_pools[:, src]
-        self.v_pools[:, dst] = self.v_pools[:, src]
+    def copy_kv_blocks(self, src: list[int], dst: list[int]) -> None:
+        """Target K/V of blocks `src` into blocks `dst`, every layer, in one indexed copy per
+        pool (the verify branches' copies of their anchors' blocks: branch.py)."""
+        s = torch.tensor(src, device=self.device)
+        d = torch.tensor(dst, device=self.device)
+        self.k_pools[:, d] = self.k_pools[:, s]
+        self.v_pools[:, d] = self.v_pools[:, s]
 
     @torch.inference_mode()
     def copy_kv_slots(self, src: list[int], dst: list[int]) -> None:

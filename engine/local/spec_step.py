@@ -89,12 +89,12 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     own = [row[:] for row in drafts_host] if branches is not None else []  # the drafter's blocks
     # each speculating row's lookup continuation and its source's match, found once for both
     conts = _continuations(seqs, blocks, spec_rows) if policy.lookup or branches is not None else []
-    if policy.lookup and _lookup(conts, expected, lead, drafts_host, policy.lookup_below):
-        drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
+    swapped = policy.lookup and _lookup(conts, expected, lead, drafts_host, policy.lookup_below)
     alt_rows, alt_drafts = _extra_blocks(seqs, spec_rows, conts, own, drafts_host, firsts, extra,
                                          branches.max_rows) if branches is not None else ([], [])
     if alt_rows:  # the extra branches ride as extra rows of the same verify pass
         drafts_host = drafts_host + alt_drafts
+    if swapped or alt_rows:  # the blocks to verify changed on the host: one copy back
         drafts = torch.tensor(drafts_host, dtype=drafts.dtype, device=dev)
     if probs is not None or alt_rows:  # the verify pass shrinks to the longest row still verifying
         block = 1 + max((sum(1 for t in row if t >= 0) for row in drafts_host), default=0)
@@ -102,8 +102,9 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
 
     # verify: target over [anchor, drafts]; -1 slots are fed as token 0 and never accepted
     b = len(seqs)
-    shadows = branches.shadows([seqs[r] for r in alt_rows], block) if alt_rows else []
-    vseqs = seqs + [seqs[r] for r in alt_rows]
+    alt_seqs = [seqs[r] for r in alt_rows]
+    shadows = branches.shadows(alt_seqs, block) if alt_rows else []
+    vseqs = seqs + alt_seqs
     rows = [(row, [s.token_ids[-1]] + [max(t, 0) for t in d])
             for row, s, d in zip(seqs + shadows, vseqs, drafts_host, strict=True)]
     out = runner.extend(rows)
@@ -120,10 +121,13 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     for i, r in enumerate(alt_rows):
         if packed[b + i][0] > packed[tap_row[r]][0]:
             tap_row[r] = b + i
+    wins = []  # a shadow won: its tokens and KV become the sequence's
     for r in dict.fromkeys(alt_rows):
-        if tap_row[r] != r:  # a shadow won: its tokens and KV become the sequence's
+        if tap_row[r] != r:
             packed[r] = packed[tap_row[r]]
-            branches.adopt(seqs[r], shadows[tap_row[r] - b], packed[r][0] + 1)
+            wins.append((seqs[r], shadows[tap_row[r] - b], packed[r][0] + 1))
+    if wins:
+        branches.adopt(wins)
 
     # commit
     now = time.perf_counter()

@@ -56,7 +56,7 @@ def test_adopt_copies_the_committed_positions_only(core: EngineCore) -> None:
         blk, off = shadow.block_table[p // 4], p % 4
         runner.k_pools[:, blk, off] = p
         runner.v_pools[:, blk, off] = -p
-    branches.adopt(seq, shadow, 3)  # anchor + 2 accepted drafts: positions 9, 10, 11
+    branches.adopt([(seq, shadow, 3)])  # anchor + 2 accepted drafts: positions 9, 10, 11
     for p in range(9, 17):
         blk, off = table[p // 4], p % 4
         want = p if p < 12 else 0

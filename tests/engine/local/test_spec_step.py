@@ -118,9 +118,9 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
     adopted: list[int] = []
     real = Branches.adopt
 
-    def counting_adopt(self, seq, shadow, count):
-        adopted.append(count)
-        return real(self, seq, shadow, count)
+    def counting_adopt(self, wins):
+        adopted.extend(count for _, _, count in wins)
+        return real(self, wins)
 
     monkeypatch.setattr(Branches, "adopt", counting_adopt)
     for lookup, block, n in ((True, 8, 2), (False, 16, 2), (True, 8, 4), (False, 16, 5)):

@@ -102,7 +102,10 @@ train)
     local a=$1 d=$2
     # shellcheck disable=SC2046  # one --json per --data, in order
     # LOOKUP=1: every split also with prompt lookup (NAME+lookup; doubles the scoring time)
+    # BRANCHES=3 (with LOOKUP=1): the lookup split verifies that many blocks a step, as the H200
+    # serves (NAME+lookup+3br)
     ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 ${LOOKUP:+--lookup} \
+      ${BRANCHES:+--branches $BRANCHES} \
       --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
       > $R/eval-$a.txt 2>&1
     echo "== $a scored after ${SECONDS}s"; grep -v '^{' $R/eval-$a.txt | tail -n 14
@@ -117,9 +120,11 @@ train)
     today) ts speculator train $common --data $R/data-tools --out $R/today --layers 4 \
              --init-from "$D" --lr 1.5e-4 --time-budget $T > $R/train-today.txt 2>&1 ;;
     broad) arm broad 4 "$D" 3e-4 1.5e-4 ;;
+    # INIT=DIR: mix continues from that drafter (an earlier session's arm brought back) instead
+    # of the default; the default stays the peer every arm is scored against
     mix) mkdir -p $R/data-mix && cp $R/data-tools/meta.json $R/data-mix/ &&   # both sets at once
          cat $R/data-broad/samples.jsonl $R/data-tools/samples.jsonl > $R/data-mix/samples.jsonl
-         ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "$D" \
+         ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "${INIT:-$D}" \
            --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
     grow5) ts speculator train $common --data $R/data-tools --out $R/grow5 --layers 5 \
              --init-from "$D" --grow-layers --lr 1.5e-4 --time-budget $T > $R/train-grow5.txt 2>&1 ;;

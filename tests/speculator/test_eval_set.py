@@ -2,7 +2,8 @@
 JSONL against the hand-written source, its prompts, and that none of its user lines appears in
 anything a drafter trains on: the workload generator's calls (every source datagen draws from,
 over many seeds, both splits and every workload version) and, where the clone has them
-(`bash scripts/gpu/data.sh restore`), the exact calls behind the committed completions."""
+(`bash scripts/gpu/data.sh restore`), the exact calls behind the committed completions and
+the committed Magpie conversations."""
 
 from __future__ import annotations
 
@@ -162,5 +163,19 @@ def _pack_calls(pack: Path) -> set[str]:
 def test_no_user_line_is_in_the_committed_completions():
     for pack in sorted(PACKS.glob("responses-*.jsonl.xz")):
         lines = _pack_calls(pack)
+        assert len(lines) > 1000, pack
+        assert _leaks(lines) == [], pack.name
+
+
+@pytest.mark.skipif(not any(PACKS.glob("magpie-*.jsonl.xz")),
+                    reason="models/data/ is not in this clone (bash scripts/gpu/data.sh restore "
+                           "writes it back)")
+def test_no_user_line_is_in_the_committed_magpie_conversations():
+    """The broad prompts the default drafter trained on (`speculator magpie`: user lines the
+    target sampled itself), as `datagen --from-conversations` read them."""
+    for pack in sorted(PACKS.glob("magpie-*.jsonl.xz")):
+        with open_text(pack) as f:
+            lines = {_norm(m["content"]) for line in f for m in json.loads(line)["messages"]
+                     if m["role"] == "user"}
         assert len(lines) > 1000, pack
         assert _leaks(lines) == [], pack.name

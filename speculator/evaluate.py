@@ -9,8 +9,45 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from turnspec.speculator.tau import format_interval
+
+if TYPE_CHECKING:
+    from turnspec.engine.drafter.model import DFlashDrafter
+    from turnspec.speculator.data import Sample
+    from turnspec.speculator.target import FrozenTarget
+
+
+def load_for_replay(drafter: str | Path, model_dir: str | None,
+                    device: str) -> tuple[DFlashDrafter, FrozenTarget]:
+    """The drafter and the frozen target as the offline replay runs them (bf16 on CUDA, fp32
+    elsewhere); `model_dir` None: the default target."""
+    import torch
+
+    from turnspec.engine.drafter import load_drafter
+    from turnspec.engine.local.args import resolve_model_dir
+    from turnspec.speculator.target import FrozenTarget
+    from turnspec.speculator.train_io import resolve_device
+
+    dev = resolve_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    model = load_drafter(drafter, device=dev, dtype=dtype)
+    target = FrozenTarget.from_model_dir(model_dir or resolve_model_dir(None),
+                                         model.config.target_layer_ids, dev, dtype)
+    return model, target
+
+
+def source_turns(path: Path, source: str, n: int) -> list[Sample]:
+    """`n` held-out turns spread over one split of a samples file or folder (eval's names, e.g.
+    "independent-generic"), for the analysis scripts that replay one split."""
+    from turnspec.speculator.data import read_samples
+    from turnspec.speculator.train_io import eval_splits
+
+    splits = eval_splits(read_samples(path), n)
+    if source not in splits:
+        raise ValueError(f"source {source!r}: not in {path}; expected one of {sorted(splits)}")
+    return splits[source]
 
 
 def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
@@ -25,14 +62,10 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     block sizes (`evaluate_tau_runs`). `lookup`: each split is scored a second time with
     prompt lookup, as split "NAME+lookup", from the same target pass; with `branches` > 1 as
     the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3)."""
-    import torch
-
-    from turnspec.engine.drafter import load_drafter
     from turnspec.engine.local.config import MAX_SPEC_BRANCHES
     from turnspec.speculator.data import read_samples
-    from turnspec.speculator.target import FrozenTarget
     from turnspec.speculator.tau import evaluate_tau_runs
-    from turnspec.speculator.train_io import RunLog, eval_splits, resolve_device
+    from turnspec.speculator.train_io import RunLog, eval_splits
 
     if not 1 <= branches <= MAX_SPEC_BRANCHES:
         raise ValueError(f"branches={branches}: expected 1..{MAX_SPEC_BRANCHES}, as the engine "
@@ -53,10 +86,8 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                              "held-out samples (datagen's held-out conversations, or "
                              "--eval-set), or pass --with-train")
         sets.append(splits)
-    dev = resolve_device(device)
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    model = load_drafter(drafter, device=dev, dtype=dtype)
-    target = FrozenTarget.from_model_dir(model_dir, model.config.target_layer_ids, dev, dtype)
+    model, target = load_for_replay(drafter, model_dir, device)
+    dev = target.device
     blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
     lookups = (False, True) if lookup else (False,)
     batch = 128 if dev.type == "cuda" else 16

@@ -30,11 +30,10 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from turnspec.engine.drafter.folder import load_drafter
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.local.args import resolve_model_dir
 from turnspec.engine.local.spec_step import LOOKUP_MATCH
-from turnspec.speculator.data import Sample, read_samples
+from turnspec.speculator.data import Sample
+from turnspec.speculator.evaluate import load_for_replay, source_turns
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import (
     format_interval,
@@ -45,7 +44,6 @@ from turnspec.speculator.tau import (
     tau_interval,
 )
 from turnspec.speculator.tau_lookup import BranchPick
-from turnspec.speculator.train_io import eval_splits, resolve_device
 
 BASE_MODES = ("drafter", "rule")
 
@@ -167,18 +165,16 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
-    splits = eval_splits(read_samples(args.samples), args.n)
-    if args.source not in splits:
-        raise SystemExit(f"--source {args.source}: not in {args.samples}; expected one of {sorted(splits)}")
-    dev = resolve_device(args.device)
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    drafter = load_drafter(args.drafter, device=dev, dtype=dtype)
-    target = FrozenTarget.from_model_dir(resolve_model_dir(None), drafter.config.target_layer_ids,
-                                         dev, dtype)
+    try:
+        turns = source_turns(args.samples, args.source, args.n)
+    except ValueError as e:
+        raise SystemExit(f"--source: {e}") from None
+    drafter, target = load_for_replay(args.drafter, None, args.device)
+    dev = target.device
     branches = tuple(int(n) for n in args.branches.split(","))
     if not all(2 <= n <= 8 for n in branches):
         raise SystemExit(f"--branches {args.branches}: expected counts 2..8, comma-separated")
-    out = oracle_replay(drafter, target, splits[args.source], args.block_size,
+    out = oracle_replay(drafter, target, turns, args.block_size,
                         batch_size=128 if dev.type == "cuda" else 16, branches=branches)
     table, summary = report(out)
     print(table)

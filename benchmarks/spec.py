@@ -6,7 +6,9 @@ the machine's speed hits them alike. DFlash runs once per policy (engine/local/s
 block size, verify-confidence threshold (`--confidences`; "p0.1" in the table) and prompt-lookup
 drafts where the drafter expects little (`--lookups`; "+lookup"), and verify branches per greedy
 row (`--branches`; "+3br": also the block the lookup rule did not pick and the drafter's block
-under other first tokens, engine/local/branch.py). On CUDA an untimed pass over every prompt and configuration comes first, so
+under other first tokens, engine/local/branch.py). `--peer-speculator PATH` times a second
+drafter beside `--speculator` in every configuration (rows marked "peer"), so two drafters
+compare in one run. On CUDA an untimed pass over every prompt and configuration comes first, so
 Triton compiles (one per new kernel variant) stay out of the timed pass; the JSON records how
 many still happened inside it (`triton_compiles_timed`).
 
@@ -60,6 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--branches", default=None,
                    help="verify branches per greedy row to try, comma-separated, e.g. 1,2,4 "
                         "(default: the engine's, --spec-branches: 3 on CUDA, 1 on CPU)")
+    p.add_argument("--peer-speculator", default=None,
+                   help="a second drafter folder (or 'default') timed beside --speculator in every "
+                        "configuration, interleaved prompt by prompt; its rows read 'peer'")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--lookup-tokens", type=int, default=10, help="prompt_lookup_num_tokens")
     p.add_argument("--no-transformers", action="store_true", help="skip the transformers peers")
@@ -113,15 +118,16 @@ def decode_one(core, prompt: list[int], max_new: int, block: int | None) -> tupl
             spec.verify_steps if spec else 0, spec.committed_tokens if spec else 0)
 
 
-def _engine_runs(plain_core, spec_core, prompt: list[int], max_new: int,
+def _engine_runs(plain_core, spec_cores: dict[str, object], prompt: list[int], max_new: int,
                  states: dict[tuple, tuple[SpecPolicy, object]]) -> list[tuple]:
     """`decode_one` for no speculation, then for each (policy, block, confidence, lookup,
-    branches) in `states` order with that configuration's policy state and branch scratch
-    (None: one branch) on the spec core."""
+    branches, drafter) in `states` order with that configuration's policy state and branch
+    scratch (None: one branch) on that drafter's spec core ("main" or "peer")."""
     runs = [decode_one(plain_core, prompt, max_new, None)]
-    for (_, block, *_), (policy, branches) in states.items():
-        spec_core.policy, spec_core.branches = policy, branches
-        runs.append(decode_one(spec_core, prompt, max_new, block))
+    for (_, block, *_, drafter), (policy, branches) in states.items():
+        core = spec_cores[drafter]
+        core.policy, core.branches = policy, branches
+        runs.append(decode_one(core, prompt, max_new, block))
     return runs
 
 
@@ -149,17 +155,18 @@ def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
-def _states(configs: list[tuple], branches) -> dict[tuple, tuple[SpecPolicy, object]]:
-    """Each configuration's fresh policy state and its branch scratch (`branches` limited to its
-    branch count, None for one branch), as `_engine_runs` takes them."""
-    return {c: (_policy(c), branches.limited(c[4]) if c[4] > 1 else None) for c in configs}
+def _states(configs: list[tuple], branches: dict[str, object]) -> dict[tuple, tuple[SpecPolicy, object]]:
+    """Each configuration's fresh policy state and its branch scratch (its drafter's core's
+    `branches` limited to its branch count, None for one branch), as `_engine_runs` takes them."""
+    return {c: (_policy(c), branches[c[5]].limited(c[4]) if c[4] > 1 else None) for c in configs}
 
 
 def _config_label(x: dict) -> str:
     """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +3br"."""
     n = x.get("branches", 1)
     return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
-            + (" +lookup" if x.get("lookup") else "") + (f" +{n}br" if n > 1 else ""))
+            + (" +lookup" if x.get("lookup") else "") + (f" +{n}br" if n > 1 else "")
+            + (" peer" if x.get("drafter") == "peer" else ""))
 
 
 def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -> tuple:
@@ -203,9 +210,15 @@ def run(args: argparse.Namespace) -> int:
     by_source = {source: spread(prompts, args.n) for source, prompts in heldout.items()}
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")
-    spec_core = EngineCore(replace(cfg, spec_block_size=max(blocks),
-                                   spec_branches=max(counts) if counts else cfg.spec_branches))
-    branches = spec_core.branches  # the branch scratch, for the configurations with several
+    spec_cfg = replace(cfg, spec_block_size=max(blocks),
+                       spec_branches=max(counts) if counts else cfg.spec_branches)
+    spec_core = EngineCore(spec_cfg)
+    spec_cores = {"main": spec_core}
+    if args.peer_speculator:
+        spec_cores["peer"] = EngineCore(replace(spec_cfg, speculator=args.peer_speculator),
+                                        tokenizer=spec_core.tokenizer)
+    # each core's branch scratch, for the configurations with several
+    branches = {name: core.branches for name, core in spec_cores.items()}
     plain_core = EngineCore(replace(cfg, speculator="none"), tokenizer=spec_core.tokenizer)
     hf = None
     if not args.no_transformers:
@@ -215,21 +228,22 @@ def run(args: argparse.Namespace) -> int:
     eos = spec_core.tokenizer.eos_token_id
     warm = next(iter(by_source.values()))[0]
     decode_one(plain_core, warm, 4, None)
-    decode_one(spec_core, warm, 4, max(blocks))
+    for core in spec_cores.values():
+        decode_one(core, warm, 4, max(blocks))
     if hf is not None:
         _run_hf(hf, warm, 4, eos, None)
     confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
     lookups = lookups or [spec_core.policy.lookup]
     counts = counts or [spec_core.spec_branches]  # the engine's default
-    configs = [(pol, b, c, lk, n) for pol in policies for b in blocks for c in confs
-               for lk in lookups for n in counts]
+    configs = [(pol, b, c, lk, n, d) for pol in policies for b in blocks for c in confs
+               for lk in lookups for n in counts for d in spec_cores]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
-                _engine_runs(plain_core, spec_core, p, args.max_new_tokens,
+                _engine_runs(plain_core, spec_cores, p, args.max_new_tokens,
                              _states(configs, branches))
     compiles0 = compiled_variants()
-    passes = [_timed_pass(plain_core, spec_core, hf, by_source, configs, branches, args, eos)
+    passes = [_timed_pass(plain_core, spec_cores, hf, by_source, configs, branches, args, eos)
               for _ in range(args.repeat)]
     rows = []
     for source, prompts in sorted(by_source.items()):
@@ -242,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
-                                "branches": c[4],
+                                "branches": c[4], "drafter": c[5],
                                 "tok_s": r["tok_s"], "tau": r["tau"], "tau_ci90": r["tau_ci90"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
@@ -262,11 +276,12 @@ def run(args: argparse.Namespace) -> int:
               "cpu": cpu_name() if cfg.device == "cpu" else None,
               "cpu_gemm_plan": describe_gemm_plan(plain_core.model),
               "dtype": str(cfg.torch_dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
-              "speculator": cfg.speculator, "max_new_tokens": args.max_new_tokens, "rows": rows}
+              "speculator": cfg.speculator, "peer_speculator": args.peer_speculator,
+              "max_new_tokens": args.max_new_tokens, "rows": rows}
     for row in rows:
         best = max(row["spec"], key=lambda x: x["tok_s"])
         row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup",
-                                            "branches")}
+                                            "branches", "drafter")}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)
@@ -284,18 +299,19 @@ def spread(items: list, n: int) -> list:
     return [items[i * len(items) // n] for i in range(n)]
 
 
-def _timed_pass(plain_core, spec_core, hf, by_source: dict[str, list[list[int]]], configs: list,
-                branches, args: argparse.Namespace, eos: int) -> dict[str, dict]:
+def _timed_pass(plain_core, spec_cores: dict[str, object], hf, by_source: dict[str, list[list[int]]],
+                configs: list, branches: dict[str, object], args: argparse.Namespace,
+                eos: int) -> dict[str, dict]:
     """One timed pass: per source, per configuration ("plain", each config, "hf", "lookup"),
     its totals. Interleaved per prompt (plain, every spec config, transformers, prompt-lookup),
     so a machine that slows down or speeds up mid-run shifts every configuration alike.
-    `branches`: the spec core's branch scratch, for the configurations with several."""
+    `branches`: each spec core's branch scratch, for the configurations with several."""
     out = {}
     for source, prompts in sorted(by_source.items()):
         acc = {name: ConfigTotals() for name in ["plain", *configs, "hf", "lookup"]}
         states = _states(configs, branches)  # fresh per-config step times
         for p in prompts:
-            runs = _engine_runs(plain_core, spec_core, p, args.max_new_tokens, states)
+            runs = _engine_runs(plain_core, spec_cores, p, args.max_new_tokens, states)
             for name, r in zip(["plain", *configs], runs, strict=True):
                 acc[name].add(*r)
             if hf is not None:
@@ -315,31 +331,32 @@ def _merged(accs: list[ConfigTotals]) -> ConfigTotals:
 
 
 def print_table(r: dict) -> None:
-    print(f"\n{' turnspec bench spec ':=^99}")
+    print(f"\n{' turnspec bench spec ':=^107}")
     cpu = f" ({r['cpu']})" if r.get('cpu') else ""
-    print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}")
+    peer = f", peer {r['peer_speculator']}" if r.get("peer_speculator") else ""
+    print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}{peer}")
     if r.get("cpu_gemm_plan"):
         print(f"cpu fp32 GEMM per row bucket {r['cpu_gemm_plan']}")
     if r.get("triton_compiles_timed"):
         print(f"WARNING: {r['triton_compiles_timed']} Triton kernel variants compiled inside the "
               "timed pass: the configurations that met them first carry their compile time")
-    hdr = (f"{'source':<9}{'config':<36}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
+    hdr = (f"{'source':<9}{'config':<44}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
            f"{'vs plain':>10}{'identical':>11}")
     print(hdr)
     print("-" * len(hdr))
     for row in r["rows"]:
         base = row["turnspec_plain_tok_s"]
-        print(f"{row['source']:<9}{'turnspec, no spec':<36}{base:>9.2f}{'':>28}{1.0:>9.2f}x")
+        print(f"{row['source']:<9}{'turnspec, no spec':<44}{base:>9.2f}{'':>28}{1.0:>9.2f}x")
         for x in row["spec"]:
             tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
             share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
             ci = format_interval(x.get("tau_ci90"))
             name = f"DFlash {_config_label(x)}"
-            print(f"{'':<9}{name:<36}{x['tok_s']:>9.2f}{tau:>7}{ci:>12}{share:>9}{x['speedup']:>9.2f}x"
+            print(f"{'':<9}{name:<44}{x['tok_s']:>9.2f}{tau:>7}{ci:>12}{share:>9}{x['speedup']:>9.2f}x"
                   f"{str(x['identical']):>11}")
         if "transformers_tok_s" in row:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
-                print(f"{'':<9}{name:<36}{row[key]:>9.2f}{'':>28}{row[key] / base:>9.2f}x")
+                print(f"{'':<9}{name:<44}{row[key]:>9.2f}{'':>28}{row[key] / base:>9.2f}x")
         print(f"{'':<9}best: {_config_label(row['best'])}")
         if row.get("passes", 1) > 1:
             best = next(x for x in row["spec"] if _config_label(x) == _config_label(row["best"]))
@@ -347,4 +364,4 @@ def print_table(r: dict) -> None:
             print(f"{'':<9}{row['passes']} passes: no spec tok/s "
                   f"{' '.join(f'{v:.2f}' for v in row['plain_tok_s_per_pass'])}; best per pass "
                   f"{per}, median {best['speedup_median']:.2f}x")
-    print("=" * 99)
+    print("=" * 107)

@@ -4,6 +4,8 @@ every policy x block row is there, outputs are identical to plain greedy, the JS
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,35 @@ def test_bench_spec_times_branch_counts(smollm2_dir: Path, tmp_path: Path, capsy
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2
     assert "--branches '1,two': expected integers 1..8" in capsys.readouterr().err
+
+
+def test_bench_spec_times_a_peer_drafter_beside_the_main_one(smollm2_dir: Path, tmp_path: Path,
+                                                              capsys) -> None:
+    """--peer-speculator: every configuration runs with both drafters, interleaved; a peer with
+    its weights zeroed guesses nothing, so it reads a lower tau than the default drafter on the
+    same prompts while both stay identical to plain greedy (its rows really use its weights)."""
+    from safetensors.torch import load_file, save_file
+
+    from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
+
+    peer = tmp_path / "zeroed"
+    peer.mkdir()
+    shutil.copy(DEFAULT_DRAFTER_DIR / "config.json", peer / "config.json")
+    weights = load_file(DEFAULT_DRAFTER_DIR / "model.safetensors")
+    save_file({k: v * 0 for k, v in weights.items()}, peer / "model.safetensors")
+    out = tmp_path / "spec.json"
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
+               "--blocks", "8", "--policies", "always", "--lookups", "off",
+               "--peer-speculator", str(peer), "--no-transformers", "--json", str(out)])
+    assert rc == 0
+    record = json.loads(out.read_text())
+    assert record["peer_speculator"] == str(peer)
+    tools = next(r for r in record["rows"] if r["source"] == "tools")
+    main_row, peer_row = tools["spec"]
+    assert (main_row["drafter"], peer_row["drafter"]) == ("main", "peer")
+    assert main_row["identical"] and peer_row["identical"]
+    assert peer_row["tau"] < main_row["tau"], tools
+    assert re.search(r"DFlash always B=8 p[\d.]+ peer ", capsys.readouterr().out)
 
 
 def test_bench_spec_rejects_an_unknown_policy(smollm2_dir: Path, tmp_path: Path, capsys) -> None:

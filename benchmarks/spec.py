@@ -340,28 +340,29 @@ def print_table(r: dict) -> None:
     if r.get("triton_compiles_timed"):
         print(f"WARNING: {r['triton_compiles_timed']} Triton kernel variants compiled inside the "
               "timed pass: the configurations that met them first carry their compile time")
-    hdr = (f"{'source':<9}{'config':<44}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
+    w = max([9, *(len(row["source"]) + 1 for row in r["rows"])])  # the source column
+    hdr = (f"{'source':<{w}}{'config':<44}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
            f"{'vs plain':>10}{'identical':>11}")
     print(hdr)
     print("-" * len(hdr))
     for row in r["rows"]:
         base = row["turnspec_plain_tok_s"]
-        print(f"{row['source']:<9}{'turnspec, no spec':<44}{base:>9.2f}{'':>28}{1.0:>9.2f}x")
+        print(f"{row['source']:<{w}}{'turnspec, no spec':<44}{base:>9.2f}{'':>28}{1.0:>9.2f}x")
         for x in row["spec"]:
             tau = f"{x['tau']:.2f}" if x["tau"] is not None else "-"
             share = f"{100 * x['spec_share']:.0f}%" if x["spec_share"] is not None else "-"
             ci = format_interval(x.get("tau_ci90"))
             name = f"DFlash {_config_label(x)}"
-            print(f"{'':<9}{name:<44}{x['tok_s']:>9.2f}{tau:>7}{ci:>12}{share:>9}{x['speedup']:>9.2f}x"
+            print(f"{'':<{w}}{name:<44}{x['tok_s']:>9.2f}{tau:>7}{ci:>12}{share:>9}{x['speedup']:>9.2f}x"
                   f"{str(x['identical']):>11}")
         if "transformers_tok_s" in row:
             for name, key in (("transformers", "transformers_tok_s"), ("tf prompt-lookup", "prompt_lookup_tok_s")):
-                print(f"{'':<9}{name:<44}{row[key]:>9.2f}{'':>28}{row[key] / base:>9.2f}x")
-        print(f"{'':<9}best: {_config_label(row['best'])}")
+                print(f"{'':<{w}}{name:<44}{row[key]:>9.2f}{'':>28}{row[key] / base:>9.2f}x")
+        print(f"{'':<{w}}best: {_config_label(row['best'])}")
         if row.get("passes", 1) > 1:
             best = next(x for x in row["spec"] if _config_label(x) == _config_label(row["best"]))
             per = " ".join(f"{v:.2f}x" for v in best["speedup_per_pass"])
-            print(f"{'':<9}{row['passes']} passes: no spec tok/s "
+            print(f"{'':<{w}}{row['passes']} passes: no spec tok/s "
                   f"{' '.join(f'{v:.2f}' for v in row['plain_tok_s_per_pass'])}; best per pass "
                   f"{per}, median {best['speedup_median']:.2f}x")
     print("=" * 107)

@@ -20,7 +20,8 @@
 #   then every arm and the default drafter scored on the independent set (voice, generic), the
 #   fresh tool turns held out (in-distribution) and the broad turns held out, at B=16 and 8.
 # The data call returns the Magpie lines (magpie.tgz) and the logs; the train call the tau JSON,
-# logs and training metrics in broad-train.tgz; `fetch ARM` one arm's drafter. The long steps go
+# logs and training metrics in broad-train.tgz; `fetch ARM` one arm's drafter; `bench ARM` its decode
+# tok/s beside the default's (bench spec --peer-speculator). The long steps go
 # detached, one call to start and polls after it (back to back: a machine idle 30 s is gone):
 #   CPUS=0-9 bash scripts/gpu/broad.sh bg data-local; bash scripts/gpu/broad.sh wait data-local 500
 set -uo pipefail
@@ -141,6 +142,13 @@ train)
     */metrics.json evalset/samples.jsonl 2>/dev/null)   # the eval set's answers: per-turn tau
   [ -z "$failed" ] || { echo "arms that failed:$failed" >&2; exit 1; }
   ;;
+bench)  # bench ARM: decode tok/s, one stream, the arm's drafter beside the default (--peer-speculator)
+        # on N turns of each independent split, as the H200 serves (lookup, CUDA's branches)
+  a=${2:?usage: bash scripts/gpu/broad.sh bench ARM}
+  ts bench spec --data $R/evalset --device ${DEV:-cuda} --speculator $R/$a/drafter --peer-speculator "$D" \
+    --blocks 16 --policies always --n ${N:-24} --no-transformers --json "$OUT/spec-$a-vs-default.json" 2>&1 |
+    grep -v '^Loading'
+  ;;
 all)  # data-local, then train at once: no call between them, so no idle gap to lose the machine in
   bash scripts/gpu/broad.sh data-local && bash scripts/gpu/broad.sh train
   ;;
@@ -167,6 +175,6 @@ wait)  # wait STEP SECONDS: until STEP.done or SECONDS pass; then its log's tail
   cp $R/out-$s/* "$OUT"/ 2>/dev/null
   [ -f $R/$s.done ] && echo "$s done" || echo "$s still running after $(( $(date +%s) - t0 )) s"
   ;;
-*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|all|fetch ARM|bg STEP|wait STEP S" >&2; exit 2 ;;
+*) echo "usage: bash scripts/gpu/broad.sh data|data-local|train|all|fetch ARM|bench ARM|bg STEP|wait STEP S" >&2; exit 2 ;;
 esac
 ls -la "$OUT"

@@ -151,7 +151,8 @@ def _branch_counts(arg: str | None) -> list[int]:
     return counts
 
 
-def _policy(c: tuple[str, int, float, bool]) -> SpecPolicy:
+def _policy(c: tuple) -> SpecPolicy:
+    """A configuration (policy, block, confidence, lookup, branches, drafter) -> its policy."""
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
@@ -193,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = engine_config_from_args(args)
     if cfg.speculator == "none":
         raise ValueError("bench spec needs a drafter: --speculator default|PATH")
+    if args.peer_speculator == "none":
+        raise ValueError("--peer-speculator none: expected a second drafter, default|PATH (no "
+                         "speculation is already every row's baseline)")
     blocks = [int(b) for b in args.blocks.split(",")]
     policies = args.policies.split(",")
     if args.repeat < 1:

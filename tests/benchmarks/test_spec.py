@@ -80,6 +80,10 @@ def test_bench_spec_times_a_peer_drafter_beside_the_main_one(smollm2_dir: Path, 
     assert main_row["identical"] and peer_row["identical"]
     assert peer_row["tau"] < main_row["tau"], tools
     assert re.search(r"DFlash always B=8 p[\d.]+ peer ", capsys.readouterr().out)
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--peer-speculator", "none",
+               "--no-transformers", "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "--peer-speculator none: expected a second drafter" in capsys.readouterr().err
 
 
 def test_bench_spec_rejects_an_unknown_policy(smollm2_dir: Path, tmp_path: Path, capsys) -> None:

@@ -4,6 +4,7 @@ itself)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections import Counter
@@ -48,6 +49,28 @@ def source_turns(path: Path, source: str, n: int) -> list[Sample]:
     if source not in splits:
         raise ValueError(f"source {source!r}: not in {path}; expected one of {sorted(splits)}")
     return splits[source]
+
+
+def add_replay_arguments(p: argparse.ArgumentParser, source: str, n: int) -> None:
+    """The options every script that replays one split takes (scripts/analysis/lookup_oracle.py,
+    miss_rank.py): SAMPLES, --source, --n, --drafter, --block-size, --device, --json."""
+    p.add_argument("samples", type=Path, help="datagen samples (a samples.jsonl or its folder)")
+    p.add_argument("--source", default=source, help="split to replay (eval's names)")
+    p.add_argument("--n", type=int, default=n, help="turns, spread over the split")
+    p.add_argument("--drafter", default="default")
+    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--json", type=Path, default=None)
+
+
+def replay_inputs(args: argparse.Namespace) -> tuple[list[Sample], DFlashDrafter, FrozenTarget]:
+    """`add_replay_arguments`' options -> the turns, the drafter and the target (a split that is
+    not there exits with the splits that are)."""
+    try:
+        turns = source_turns(args.samples, args.source, args.n)
+    except ValueError as e:
+        raise SystemExit(f"--source: {e}") from None
+    return (turns, *load_for_replay(args.drafter, None, args.device))
 
 
 def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -33,7 +32,7 @@ from torch import Tensor
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.engine.local.spec_step import LOOKUP_MATCH
 from turnspec.speculator.data import Sample
-from turnspec.speculator.evaluate import load_for_replay, source_turns
+from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import (
     format_interval,
@@ -155,21 +154,11 @@ def report(out: dict) -> tuple[str, dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("samples", type=Path, help="datagen samples (a samples.jsonl or its folder)")
-    p.add_argument("--source", default="independent-voice", help="split to replay (eval's names)")
-    p.add_argument("--n", type=int, default=64, help="turns, spread over the split")
-    p.add_argument("--drafter", default="default")
-    p.add_argument("--block-size", type=int, default=16)
+    add_replay_arguments(p, source="independent-voice", n=64)
     p.add_argument("--branches", default="2",
                    help="verify branch counts to replay, comma-separated, each 2..8 (default: 2)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
-    try:
-        turns = source_turns(args.samples, args.source, args.n)
-    except ValueError as e:
-        raise SystemExit(f"--source: {e}") from None
-    drafter, target = load_for_replay(args.drafter, None, args.device)
+    turns, drafter, target = replay_inputs(args)
     dev = target.device
     branches = tuple(int(n) for n in args.branches.split(","))
     if not all(2 <= n <= 8 for n in branches):

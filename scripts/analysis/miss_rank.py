@@ -19,14 +19,13 @@ import argparse
 import json
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.speculator.data import Sample
-from turnspec.speculator.evaluate import load_for_replay, source_turns
+from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
 from turnspec.speculator.tau import replay_context, replay_order, replay_steps
 
@@ -101,19 +100,9 @@ def report(out: dict) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("samples", type=Path, help="datagen samples (a samples.jsonl or its folder)")
-    p.add_argument("--source", default="independent-generic", help="split to replay (eval's names)")
-    p.add_argument("--n", type=int, default=40, help="turns, spread over the split")
-    p.add_argument("--drafter", default="default")
-    p.add_argument("--block-size", type=int, default=16)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--json", type=Path, default=None)
+    add_replay_arguments(p, source="independent-generic", n=40)
     args = p.parse_args()
-    try:
-        turns = source_turns(args.samples, args.source, args.n)
-    except ValueError as e:
-        raise SystemExit(f"--source: {e}") from None
-    drafter, target = load_for_replay(args.drafter, None, args.device)
+    turns, drafter, target = replay_inputs(args)
     dev = target.device
     out = tally(drafter, target, turns, args.block_size,
                 batch_size=128 if dev.type == "cuda" else 16)

@@ -24,12 +24,7 @@ from turnspec.engine.local.args import (
     resolve_model_dir,
 )
 from turnspec.engine.protocol import Engine
-from turnspec.engine.sglang_args import (
-    add_sglang_args,
-    local_flags_given,
-    sglang_config_from_args,
-    sglang_flags_given,
-)
+from turnspec.engine.sglang_args import add_sglang_args, other_engine_flags, sglang_config_from_args
 from turnspec.server.config import ServerConfig
 from turnspec.server.recorder import RecorderConfig, read_redact_file
 from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
@@ -99,11 +94,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _sglang_engine(args: argparse.Namespace):
     from turnspec.engine.sglang import INSTALL_HINT, SGLangEngine, sglang_available
 
-    given = local_flags_given(args)  # SGLang would not read them: say so rather than ignore
-    if given:
-        raise ValueError(f"serve --engine sglang: {', '.join(given)} apply to the local engine "
-                         "only; expected SGLang's own flags (--sglang-mem-fraction, --sglang-arg "
-                         "KEY=VALUE) instead")
     if not sglang_available():  # fail before binding ports or converting a model
         raise ValueError(INSTALL_HINT)
     return SGLangEngine(sglang_config_from_args(args))
@@ -162,13 +152,12 @@ def build_fake_engine(args: argparse.Namespace):
 def build_engine(args: argparse.Namespace):
     if args.engine == FAKE_ENGINE:
         return build_fake_engine(args)
+    wrong = other_engine_flags(args, "serve")  # the other engine's flags: say so, not ignore
+    if wrong:
+        raise ValueError(wrong)
     if args.engine == "local":
         from turnspec.engine.local import LocalEngine
 
-        given = sglang_flags_given(args)
-        if given:
-            raise ValueError(f"serve --engine local: {', '.join(given)} apply to --engine "
-                             "sglang only")
         return LocalEngine(engine_config_from_args(args))
     return _sglang_engine(args)
 

@@ -55,21 +55,26 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg))
 
 
-def local_flags_given(args: argparse.Namespace) -> list[str]:
-    """The local engine's flags (engine/local/args.py) that SGLang does not read, where args
-    holds other than their defaults, as typed: what a command run with --engine sglang would
-    otherwise ignore silently."""
+def other_engine_flags(args: argparse.Namespace, command: str,
+                       local_only: tuple[str, ...] = ()) -> str | None:
+    """What is wrong when `args` (with `args.engine`) sets a flag the chosen engine would ignore
+    silently, None when nothing is: under sglang, the local engine's flags SGLang does not read
+    (engine/local/args.py, plus the command's own `local_only` dests, all defaulting to None);
+    under local, SGLang's flags. `command` names the command in the message ("serve")."""
     from turnspec.engine.local.args import add_engine_args
 
-    return given_flags(args, {k: v for k, v in parser_defaults(add_engine_args).items()
-                              if k not in SHARED_ENGINE_FLAGS})
-
-
-def sglang_flags_given(args: argparse.Namespace) -> list[str]:
-    """SGLang's flags where args holds other than their defaults, as typed: what the local
-    engine would ignore."""
-    return given_flags(args, {k: v for k, v in parser_defaults(add_sglang_args).items()
-                              if k in SGLANG_FLAGS})
+    if args.engine == "sglang":
+        local = {k: v for k, v in parser_defaults(add_engine_args).items()
+                 if k not in SHARED_ENGINE_FLAGS}
+        given = given_flags(args, {**local, **dict.fromkeys(local_only)})
+        if given:
+            return (f"{command} --engine sglang: {', '.join(given)} apply to the local engine "
+                    "only; expected SGLang's own flags (--sglang-mem-fraction, --sglang-arg "
+                    "KEY=VALUE) instead")
+        return None
+    given = given_flags(args, {k: v for k, v in parser_defaults(add_sglang_args).items()
+                               if k in SGLANG_FLAGS})
+    return f"{command} --engine local: {', '.join(given)} apply to --engine sglang only" if given else None
 
 
 def parser_defaults(add) -> dict[str, object]:

@@ -62,7 +62,7 @@ def make_target(args: argparse.Namespace) -> DatagenTarget:
 
 def check_engine_flags(args: argparse.Namespace) -> None:
     """SystemExit for a flag the chosen engine does not read, or for sglang not installed."""
-    from turnspec.engine.sglang_args import given_flags, local_flags_given, sglang_flags_given
+    from turnspec.engine.sglang_args import other_engine_flags
 
     if args.engine not in ENGINES:
         raise SystemExit(f"--engine {args.engine!r}: expected one of {ENGINES}")
@@ -71,16 +71,9 @@ def check_engine_flags(args: argparse.Namespace) -> None:
 
         if not sglang_available():   # before a prompt renders or a model converts
             raise SystemExit(f"datagen: {INSTALL_HINT}")
-        given = local_flags_given(args) + given_flags(args, dict.fromkeys(LOCAL_DATAGEN_FLAGS))
-        if given:
-            raise SystemExit(f"datagen --engine sglang: {', '.join(given)} apply to the local "
-                             "engine only; expected SGLang's own flags (--sglang-mem-fraction, "
-                             "--sglang-arg KEY=VALUE) instead")
-    else:
-        given = sglang_flags_given(args)
-        if given:
-            raise SystemExit(f"datagen --engine local: {', '.join(given)} apply to "
-                             "--engine sglang only")
+    wrong = other_engine_flags(args, "datagen", LOCAL_DATAGEN_FLAGS)
+    if wrong:
+        raise SystemExit(wrong)
 
 
 class LocalTarget:

@@ -50,18 +50,18 @@ class MissTally:
 
     def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
                  accepted_of: Callable[[Tensor], Tensor]) -> Tensor:
-        pos = anchor[:, None] + torch.arange(1, drafts.shape[1] + 1, device=drafts.device)
-        valid = pos <= self.end[:, None]
-        truth = self.ids.gather(1, pos.clamp(max=self.ids.shape[1] - 1))
-        accepted = accepted_of(drafts)
-        for r in torch.nonzero(active).flatten().tolist():
-            self.steps += 1
-            m = int(accepted[r])
-            if m >= drafts.shape[1] or not bool(valid[r, m]):
-                continue                       # the whole block accepted, or the answer ended
-            row = logits[r, m].float()
-            rank = 1 + int((row > row[truth[r, m]]).sum())
-            self.ranks[rank_bucket(rank)] += 1
+        b, w = drafts.shape
+        rows = torch.arange(b, device=drafts.device)
+        first = accepted_of(drafts).clamp(max=w - 1)            # [b] the first mismatch, if any
+        pos = anchor + 1 + first
+        truth = self.ids.gather(1, pos.clamp(max=self.ids.shape[1] - 1)[:, None])[:, 0]
+        at = logits[rows, first].float()                        # [b, V] the drafter there
+        rank = 1 + (at > at.gather(1, truth[:, None])).sum(-1)
+        # a mismatch: the row is live, its block not all accepted and the answer not ended there
+        miss = active & (drafts[rows, first] != truth) & (pos <= self.end)
+        self.steps += int(active.sum())
+        for r, m in zip(rank[miss].tolist(), first[miss].tolist(), strict=True):
+            self.ranks[rank_bucket(r)] += 1
             self.positions[m] += 1
         return drafts
 

@@ -335,7 +335,10 @@ def _merged(accs: list[ConfigTotals]) -> ConfigTotals:
 
 
 def print_table(r: dict) -> None:
-    print(f"\n{' turnspec bench spec ':=^107}")
+    w = max([9, *(len(row["source"]) + 1 for row in r["rows"])])  # the source column
+    hdr = (f"{'source':<{w}}{'config':<44}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
+           f"{'vs plain':>10}{'identical':>11}")
+    print(f"\n{' turnspec bench spec ':=^{len(hdr)}}")
     cpu = f" ({r['cpu']})" if r.get('cpu') else ""
     peer = f", peer {r['peer_speculator']}" if r.get("peer_speculator") else ""
     print(f"device {r['device']}{cpu} {r['dtype']} threads {r['threads']}  drafter {r['speculator']}{peer}")
@@ -344,9 +347,6 @@ def print_table(r: dict) -> None:
     if r.get("triton_compiles_timed"):
         print(f"WARNING: {r['triton_compiles_timed']} Triton kernel variants compiled inside the "
               "timed pass: the configurations that met them first carry their compile time")
-    w = max([9, *(len(row["source"]) + 1 for row in r["rows"])])  # the source column
-    hdr = (f"{'source':<{w}}{'config':<44}{'tok/s':>9}{'tau':>7}{'90% CI':>12}{'spec tok':>9}"
-           f"{'vs plain':>10}{'identical':>11}")
     print(hdr)
     print("-" * len(hdr))
     for row in r["rows"]:
@@ -369,4 +369,4 @@ def print_table(r: dict) -> None:
             print(f"{'':<{w}}{row['passes']} passes: no spec tok/s "
                   f"{' '.join(f'{v:.2f}' for v in row['plain_tok_s_per_pass'])}; best per pass "
                   f"{per}, median {best['speedup_median']:.2f}x")
-    print("=" * 107)
+    print("=" * len(hdr))

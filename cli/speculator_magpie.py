@@ -24,7 +24,7 @@ def add_magpie(sub: argparse._SubParsersAction) -> None:
                    help="share of (tool-less) conversations answered and given another user line "
                         "after each turn (default: %(default)s)")
     m.add_argument("--tools-frac", type=float, default=None,
-                   help="share of settings that offer random tools (default: 0.25)")
+                   help="share of settings that offer random tools (default: 0.2)")
     m.add_argument("--temperature", type=float, default=1.0)
     m.add_argument("--top-p", type=float, default=0.95)
     m.add_argument("--max-user-tokens", type=int, default=96,

@@ -2,10 +2,12 @@
 conversation opens with (speculator/magpie.py). The target writes the user's lines itself; these
 only vary who it believes it is talking to, so its users ask about many things in many ways.
 
-Three kinds, drawn at random per conversation: a plain assistant (chat, smart speaker, phone,
-car), a role (a tutor, a coach, a receptionist, ...) in one of several reply styles, and a
-voice agent for a made-up business with random tools (workloads.synthetic's word lists), so
-that some users ask for things the target answers with a tool call.
+Four kinds, drawn at random per conversation: a plain assistant (chat, smart speaker, phone,
+car), a role (a tutor, a coach, a receptionist, ...) in one of several reply styles, a task
+assistant (code, math, editing, translating, summarising: the work users bring to a chat
+assistant that the first two rarely prompt), and a voice agent for a made-up business with random
+tools (workloads.synthetic's word lists), so that some users ask for things the target answers
+with a tool call.
 """
 
 from __future__ import annotations
@@ -56,26 +58,46 @@ STYLES = (
     "Keep every answer under three sentences.",
     "",
 )
-KINDS = ("plain", "role", "tools")
-WEIGHTS = (0.25, 0.5, 0.25)
+TASKS = (
+    "You are a coding assistant. Answer programming questions and write short, correct code "
+    "when the user asks for it.",
+    "You are a Python tutor. Explain what code does, fix bugs and show small examples.",
+    "You are a math helper. Solve the user's problem step by step and give the final answer.",
+    "You are a writing assistant. The user pastes text and asks you to rewrite, shorten, "
+    "proofread or change its tone.",
+    "You are a summarizer. The user pastes an article, a message or notes, and you summarize "
+    "them in a few sentences.",
+    "You are a translator. Translate what the user gives you and explain tricky phrases.",
+    "You are an email assistant. Draft, reply to and polish emails and short messages.",
+    "You are a general knowledge assistant: definitions, comparisons, how things work, history "
+    "and science.",
+    "You are a creative writing partner: stories, poems, jokes, riddles and word games on request.",
+    "You are a planner: schedules, checklists, trip plans and step-by-step instructions.",
+)
+KINDS = ("plain", "role", "task", "tools")
+WEIGHTS = (0.2, 0.4, 0.2, 0.2)
 
 
 def random_setting(rng: random.Random, tools_frac: float | None = None,
                    ) -> tuple[str, str, list[dict]]:
     """(scenario key, system prompt, tools in Chat Completions form) for one conversation.
-    tools_frac: the share with tools (None: WEIGHTS's 0.25); the rest split plain:role 1:2."""
+    tools_frac: the share with tools (None: WEIGHTS's 0.2); the rest split plain:role:task
+    1:2:1."""
     if tools_frac is None:
         kind = rng.choices(KINDS, WEIGHTS)[0]
     elif rng.random() < tools_frac:
         kind = "tools"
     else:
-        kind = rng.choices(KINDS[:2], WEIGHTS[:2])[0]
+        kind = rng.choices(KINDS[:3], WEIGHTS[:3])[0]
     if kind == "plain":
         i = rng.randrange(len(PLAIN))
         return f"plain.{i}", PLAIN[i], []
     if kind == "role":
         i, style = rng.randrange(len(ROLES_PLAIN)), rng.choice(STYLES)
         return f"role.{i}", f"You are {ROLES_PLAIN[i]}. {style}".strip(), []
+    if kind == "task":
+        i = rng.randrange(len(TASKS))
+        return f"task.{i}", TASKS[i], []
     business = f"{coined(rng).title()} {rng.choice(SUFFIXES)}"
     today = FIRST_DAY + timedelta(days=rng.randrange(120))
     system = system_prompt(rng.choice(AGENTS), business, rng.choice(ROLES), today)

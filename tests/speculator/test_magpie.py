@@ -31,6 +31,17 @@ def test_user_prefix_is_the_template_up_to_the_user_content(smollm2_dir):
         assert chat.tokenizer.decode(prefix).endswith("user\n")
 
 
+def test_settings_draw_every_kind_and_only_tool_settings_carry_tools():
+    rng = random.Random(5)
+    draws = [random_setting(rng) for _ in range(2000)]
+    kinds = {key.split(".")[0] for key, _, _ in draws}
+    assert kinds == {"plain", "role", "task", "tools"}
+    assert all(bool(tools) == (key == "tools") for key, _, tools in draws)
+    share = sum(key == "tools" for key, _, _ in draws) / len(draws)
+    assert 0.15 < share < 0.25                     # WEIGHTS: a fifth offer tools
+    assert all(key != "tools" for key, _, _ in (random_setting(rng, 0.0) for _ in range(200)))
+
+
 def test_filter_names_why_a_line_is_dropped():
     banned = eval_set_lines()
     assert len(banned) > 300                       # the independent set's user lines

@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument("--from-conversations", type=Path, default=None, metavar="DIR",
                    help="answer the conversations `turnspec serve --record-conversations DIR` "
                         "recorded (source 'recorded'), e.g. to fine-tune with `speculator train "
-                        "--init-from default`")
+                        "--init-from default`; or one such .jsonl(.xz) file (the Magpie "
+                        "conversations kept under models/data/)")
     f.add_argument("--conversations-heldout-frac", type=float, default=0.1,
                    help="share of recorded calls held out, by call (default: %(default)s)")
     d.add_argument("--max-new-tokens", type=int, default=192)
@@ -212,6 +213,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="keep this stable share of the train samples (held-out: all), 0 < f <= 1")
     u.add_argument("--subset-seed", type=int, default=0,
                    help="which share --train-fraction keeps (e.g. the session's datagen seed)")
+    u.add_argument("--conversations", type=Path, default=None,
+                   help="for a pack answered from conversations (datagen --from-conversations): "
+                   "the folder or .jsonl(.xz) file they came from")
     _add_model(u)
     u.set_defaults(func=run_unpack)
 
@@ -309,5 +313,6 @@ def run_unpack(args: argparse.Namespace) -> int:
 
     chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
     print(json.dumps(unpack_responses(args.responses, chat.render_many, args.out,
-                                      args.train_fraction, args.subset_seed)))
+                                      args.train_fraction, args.subset_seed,
+                                      args.conversations)))
     return 0

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from turnspec.speculator.data import open_text
 from turnspec.speculator.datagen import PromptItem
 from turnspec.speculator.prompts import Candidate, RenderFn, render_items
 from turnspec.workloads import stable_unit
@@ -36,14 +37,16 @@ def _digest(value: object) -> str:
 
 
 def read_recorded(folder: str | Path) -> Iterator[dict]:
-    """The records of every recorded file in `folder`, oldest file first; a torn last line (the
-    server killed mid-write) is skipped."""
-    files = sorted(Path(folder).glob(PATTERN))
+    """The records of every recorded file in `folder`, oldest file first, or of one file (.jsonl,
+    or .jsonl.xz / .gz as the Magpie conversations are kept under models/data/); a torn last line
+    (the server killed mid-write) is skipped."""
+    path = Path(folder)
+    files = [path] if path.is_file() else sorted(path.glob(PATTERN))
     if not files:
         raise FileNotFoundError(f"{folder}: no {PATTERN} files; expected the folder given to "
-                                "`turnspec serve --record-conversations`")
+                                "`turnspec serve --record-conversations` or one such file")
     for path in files:
-        with path.open(encoding="utf-8") as f:
+        with open_text(path) as f:
             for n, line in enumerate(f, 1):
                 if not line.endswith("\n"):
                     continue
@@ -78,9 +81,15 @@ def _candidates(folder: str | Path, heldout_frac: float) -> Iterator[Candidate]:
 
 
 def recorded_prompt_items(render: RenderFn, folder: str | Path, heldout_frac: float = 0.1,
-                          max_prompt_tokens: int = 2048) -> tuple[list[PromptItem], int]:
-    """Prompt items (source: the records' domain, ids "rec-<call>:<prompt>") from a folder, and
-    the number skipped for exceeding max_prompt_tokens."""
+                          max_prompt_tokens: int = 2048,
+                          keep: Callable[[str], bool] | None = None,
+                          ) -> tuple[list[PromptItem], int]:
+    """Prompt items (source: the records' domain, ids "rec-<call>:<prompt>") from a folder or
+    file, and the number skipped for exceeding max_prompt_tokens. keep: render only the prompts
+    whose id it accepts (rebuilding packed responses)."""
     if not 0.0 <= heldout_frac < 1.0:
         raise ValueError(f"heldout_frac: expected [0, 1), got {heldout_frac}")
-    return render_items(render, _candidates(folder, heldout_frac), max_prompt_tokens)
+    candidates = _candidates(folder, heldout_frac)
+    if keep is not None:
+        candidates = (c for c in candidates if keep(c[0]))
+    return render_items(render, candidates, max_prompt_tokens)

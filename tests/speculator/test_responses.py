@@ -159,3 +159,57 @@ def test_a_train_fraction_keeps_a_stable_share_of_train_and_all_heldout(tmp_path
     assert again["samples"] == len(kept[0])
     with pytest.raises(ValueError, match="train_fraction"):
         unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, tmp_path / "y", 0.0)
+
+
+def _conversations(path, lines):
+    """Magpie-style conversation records (each ends with the user's line), one .jsonl.xz file as
+    kept under models/data/."""
+    with open_text(path, "wt") as f:
+        for i, line in enumerate(lines):
+            f.write(json.dumps({"id": f"m-{i}", "split": "train", "domain": "magpie",
+                                "scenario": "magpie.task.0", "tools": [], "messages": [
+                                    {"role": "system", "content": "You are a math helper."},
+                                    {"role": "user", "content": line}]}) + "\n")
+
+
+def test_answers_to_conversations_pack_and_rebuild_from_them(tmp_path, smollm2_dir, capsys):
+    """`datagen --from-conversations FILE.jsonl.xz` (the real target, a few tokens each), packed,
+    rebuilds from the same file and no other: the conversations are named, a changed one is an
+    error, a workload pack refuses them."""
+    import argparse
+
+    from turnspec.cli import speculator as speculator_cli
+
+    lines = ["what is seven times eight", "how do I add fractions with unlike denominators",
+             "is 91 a prime number", "solve 2x + 3 = 11", "what's the area of a circle of radius 2"]
+    _conversations(tmp_path / "mg.jsonl.xz", lines)
+    parser = argparse.ArgumentParser()
+    speculator_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([
+        "speculator", "datagen", "--from-conversations", str(tmp_path / "mg.jsonl.xz"),
+        "--conversations-heldout-frac", "0.4", "--out", str(tmp_path / "data"),
+        "--model", str(smollm2_dir), "--max-new-tokens", "4", "--speculator", "none",
+        "--device", "cpu", "--max-context", "1024", "--kv-memory-gb", "0.25", "--no-progress"])
+    assert args.func(args) == 0
+    samples = read_samples(tmp_path / "data")
+    assert len(samples) == len(lines) and {s.source for s in samples} == {"magpie"}
+    packed = pack_responses(tmp_path / "data", tmp_path / "r.jsonl.xz")
+    assert packed["samples"] == len(lines)
+    with open_text(tmp_path / "r.jsonl.xz") as f:
+        assert json.loads(f.readline()) == {"recorded": {"conversations_heldout_frac": 0.4,
+                                                         "max_prompt_tokens": 1800}}
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, tmp_path / "again",
+                     conversations=tmp_path / "mg.jsonl.xz")
+    assert read_samples(tmp_path / "again") == samples
+    with pytest.raises(ValueError, match="expected conversations= the folder"):
+        unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, tmp_path / "x")
+    _conversations(tmp_path / "other.jsonl.xz", [*lines[:-1], "what is the area of a square"])
+    with pytest.raises(ValueError, match="does not rebuild"):
+        unpack_responses(tmp_path / "r.jsonl.xz", chat.render_many, tmp_path / "x",
+                         conversations=tmp_path / "other.jsonl.xz")
+    _datagen(tmp_path / "w", chat)
+    pack_responses(tmp_path / "w" / "data", tmp_path / "w.jsonl.gz")
+    with pytest.raises(ValueError, match="expected no conversations"):
+        unpack_responses(tmp_path / "w.jsonl.gz", chat.render_many, tmp_path / "x",
+                         conversations=tmp_path / "mg.jsonl.xz")

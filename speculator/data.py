@@ -111,10 +111,12 @@ def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
     repo is xz: 3.0 MB for the seed-7 completions against 4.7 MB gzipped)."""
     p = Path(path)
     if p.suffix == ".xz":
-        return lzma.open(p, mode, preset=9) if "w" in mode else lzma.open(p, mode)
+        if "w" in mode:
+            return lzma.open(p, mode, preset=9, encoding="utf-8")
+        return lzma.open(p, mode, encoding="utf-8")
     if p.suffix == ".gz":
-        return gzip.open(p, mode)
-    return p.open(mode[0])
+        return gzip.open(p, mode, encoding="utf-8")
+    return p.open(mode[0], encoding="utf-8")
 
 
 def samples_path(data: str | Path) -> Path:

@@ -6,7 +6,11 @@
 #                                     # and the independent eval set
 #   bash scripts/gpu/broad.sh data-local  # the same through six embedded-engine processes
 #                                     # (TOOL_GRAMMAR=1: tool turns answered under the server's
-#                                     # tool grammar, datagen --tool-grammar)
+#                                     # tool grammar, datagen --tool-grammar); its broad
+#                                     # answers come back packed (broad-answers parts).
+#                                     # REANSWER= earlier sessions' Magpie conversations
+#                                     # answered again; PREV= + PREV_CONVS= earlier answers
+#                                     # rebuilt without the target (both join the mix arm)
 #   bash scripts/gpu/broad.sh all     # data-local, then train, in one detached step
 #   bash scripts/gpu/broad.sh train   # the arms one after another, each alone on the GPU for
 #                                     # the same budget (TRAIN_S, default 360 s; the step takes
@@ -61,11 +65,38 @@ data-local)  # the same data from the embedded engine in SHARDS processes sharin
   GE=${EVAL_GRAMMAR:+--tool-grammar}; GE=${G:-$GE}
   L="--model $M --device ${DEV:-cuda} --threads 1 --max-batch ${MAX_BATCH:-256}
     --kv-memory-gb ${KV_GB:-12} --max-prefill-tokens 32768"
+  A="--conversations-heldout-frac 0.03 --max-new-tokens 192 --no-progress $G"
+  # REANSWER="F ...": Magpie conversations kept from earlier sessions (models/data/smollm2-dflash/
+  # magpie-seedN.jsonl.xz, carried) answered again as more broad data, split over the shards;
+  # MAGPIE=0 then samples no fresh lines. Their answers join data-broad.
+  rm -rf $R/reconv-* $R/data-reanswer-*
+  [ "${MAGPIE:-40000}" -gt 0 ] || rm -rf $R/magpie-* $R/data-broad-*   # none fresh this time
+  if [ -n "${REANSWER:-}" ]; then
+    for f in $REANSWER; do xzcat -f "$f"; done | split -n r/$N -d -a 2 - $R/reconv-part-
+    for i in $(seq 0 $((N - 1))); do mkdir -p $R/reconv-$i
+      mv $R/reconv-part-$(printf %02d $i) $R/reconv-$i/conversations-000001.jsonl; done
+  fi
+  # PREV="P ..." with PREV_CONVS="F ...": broad answers of earlier sessions (their joined
+  # broad-answers parts) rebuilt from the conversations they answered, beside the shards; the
+  # mix arm trains on them too
+  rm -rf $R/prevconv $R/data-prev-*; k=0
+  if [ -n "${PREV:-}" ]; then
+    mkdir -p $R/prevconv; for f in ${PREV_CONVS:?PREV needs PREV_CONVS}; do
+      b=$(basename "$f"); xzcat -f "$f" > $R/prevconv/conversations-${b%%.*}.jsonl; done
+    for p in $PREV; do k=$((k + 1))
+      ts speculator unpack-responses --model "$M" --responses "$p" --conversations $R/prevconv \
+        --out $R/data-prev-$k > $R/unpack-prev-$k.txt 2>&1 &
+    done
+  fi
   for i in $(seq 0 $((N - 1))); do
-    ( ts speculator magpie $L --conversations $(( ${MAGPIE:-40000} / N )) \
-        --seed $(( ${SEED:-19} * 100 + i )) --out $R/magpie-$i > $R/magpie-$i.txt 2>&1
-      ts speculator datagen $L --from-conversations $R/magpie-$i --conversations-heldout-frac \
-        0.03 --max-new-tokens 192 --no-progress $G --out $R/data-broad-$i > $R/datagen-broad-$i.txt 2>&1
+    ( if [ "${MAGPIE:-40000}" -gt 0 ]; then
+        ts speculator magpie $L --conversations $(( ${MAGPIE:-40000} / N )) \
+          --seed $(( ${SEED:-19} * 100 + i )) --out $R/magpie-$i > $R/magpie-$i.txt 2>&1
+        ts speculator datagen $L --from-conversations $R/magpie-$i $A --out $R/data-broad-$i \
+          > $R/datagen-broad-$i.txt 2>&1
+      fi
+      [ -d $R/reconv-$i ] && ts speculator datagen $L --from-conversations $R/reconv-$i $A \
+        --out $R/data-reanswer-$i > $R/datagen-reanswer-$i.txt 2>&1
       ts speculator datagen $L --tool-conversations ${TOOLS:-6000} --heldout-conversations ${HELDOUT:-150} \
         --synthetic-conversations ${SYNTH:-4500} --synthetic-heldout ${SYNTH_HELDOUT:-100} --readback-frac 0.3 \
         --workload 2 --seed ${SEED:-19} --shard $i/$N --max-new-tokens 192 --no-progress $G \
@@ -74,13 +105,21 @@ data-local)  # the same data from the embedded engine in SHARDS processes sharin
   [ "${EVALSET:-1}" = 1 ] && ts speculator datagen $L --eval-set --max-new-tokens 160 \
     --no-progress $GE --out $R/evalset > $R/datagen-evalset.txt 2>&1
   wait
-  for d in broad tools; do   # one folder each, as train reads: shard 0's meta, rows concatenated
-    mkdir -p $R/data-$d && cp $R/data-$d-0/meta.json $R/data-$d/
-    cat $R/data-$d-*/samples.jsonl > $R/data-$d/samples.jsonl
+  for d in broad tools; do   # one folder each, as train reads: one shard's meta, rows concatenated
+    parts=$(ls -d $R/data-$d-* $([ $d = broad ] && echo $R/data-reanswer-*) 2>/dev/null)
+    rm -rf $R/data-$d; [ -n "$parts" ] || { echo "$d: none this session"; continue; }
+    mkdir -p $R/data-$d && cp "$(echo "$parts" | head -n 1)/meta.json" $R/data-$d/
+    for p in $parts; do cat $p/samples.jsonl; done > $R/data-$d/samples.jsonl
     echo "$d: $(wc -l < $R/data-$d/samples.jsonl) samples"
   done
-  tail -qn 1 $R/magpie-*.txt; echo "all data after ${SECONDS}s"
-  tar czf "$OUT/magpie.tgz" -C $R $(cd $R && ls -d magpie-* datagen-*.txt)
+  tail -qn 1 $R/magpie-*.txt 2>/dev/null; echo "all data after ${SECONDS}s"
+  tar czf "$OUT/magpie.tgz" -C $R $(cd $R && ls -d magpie-* datagen-*.txt 2>/dev/null)
+  # the broad answers as completions only (speculator pack-responses), in 15 MB parts (a file
+  # comes back under 16 MiB), beside training: `cat broad-answers.jsonl.xz.part_*` here, then
+  # PREV= in a later session rebuilds them from the conversations (no target run)
+  [ -d $R/data-broad ] &&
+  ( ts speculator pack-responses --data $R/data-broad --out $R/broad-answers.jsonl.xz > $R/pack.txt 2>&1 &&
+    split -b 15000000 $R/broad-answers.jsonl.xz "$OUT/broad-answers.jsonl.xz.part_" ) &
   ;;
 train)
   common="--model $M --device ${DEV:-cuda} --batch-size ${BATCH:-64} --anchors 64 --epochs 200 --eval-every 0 \
@@ -95,8 +134,9 @@ train)
   # One arm at a time: batch-64 steps reserve 55-115 GiB each, so arms side by side ran the GPU
   # out of memory (2026-12-03: today and mix died at their first step) and the survivor got the
   # whole GPU; one after another, each arm has the GPU alone for exactly TRAIN_S.
-  sets="--data $R/data-tools --data $R/data-broad"; js=tools
-  [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset tools"
+  sets="--data $R/data-tools"; js=tools   # + this session's broad data, if any (MAGPIE or REANSWER)
+  [ -d $R/data-broad ] && sets="$sets --data $R/data-broad" && js="tools broad"
+  [ -d $R/evalset ] && sets="--data $R/evalset $sets" && js="evalset $js"
   score() {  # score NAME DRAFTER: every split at B=16 and 8, one arm alone on the GPU. Its
              # numbers go to $OUT at once, so each `wait` brings back the arms done so far and a
              # machine lost later (2026-12-03: twice, both times with every arm) keeps them.
@@ -107,7 +147,7 @@ train)
     # serves (NAME+lookup+3br)
     ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 ${LOOKUP:+--lookup} \
       ${BRANCHES:+--branches $BRANCHES} \
-      --samples ${EVAL_SAMPLES:-512} $(for j in $js broad; do echo --json $R/tau-$a-$j.json; done) \
+      --samples ${EVAL_SAMPLES:-512} $(for j in $js; do echo --json $R/tau-$a-$j.json; done) \
       > $R/eval-$a.txt 2>&1
     echo "== $a scored after ${SECONDS}s"; grep -v '^{' $R/eval-$a.txt | tail -n 14
     keep $R/tau-$a-*.json $R/eval-$a.txt
@@ -124,7 +164,8 @@ train)
     # INIT=DIR: mix continues from that drafter (an earlier session's arm brought back) instead
     # of the default; the default stays the peer every arm is scored against
     mix) mkdir -p $R/data-mix && cp $R/data-tools/meta.json $R/data-mix/ &&   # both sets at once
-         cat $R/data-broad/samples.jsonl $R/data-tools/samples.jsonl > $R/data-mix/samples.jsonl
+         cat $R/data-tools/samples.jsonl $(ls $R/data-broad/samples.jsonl $R/data-prev-*/samples.jsonl \
+           2>/dev/null) > $R/data-mix/samples.jsonl && echo "mix: $(wc -l < $R/data-mix/samples.jsonl) samples"
          ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "${INIT:-$D}" \
            --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
     grow5) ts speculator train $common --data $R/data-tools --out $R/grow5 --layers 5 \

@@ -146,9 +146,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--init-from", default=None, metavar="DRAFTER",
                    help="start from an exported drafter's weights (a folder, or 'default'); "
                         "its config must match --layers/--block-size/--taps/--mask-token-id")
-    t.add_argument("--grow-layers", action="store_true",
-                   help="--init-from may have fewer layers than --layers: the added layers start "
-                        "as identity (zero output projections)")
+    t.add_argument("--intermediate-size", type=int, default=None,
+                   help="the drafter's MLP width (default: the target's)")
+    t.add_argument("--grow", "--grow-layers", dest="grow_layers", action="store_true",
+                   help="--init-from may have fewer layers than --layers or a narrower MLP than "
+                        "--intermediate-size: added layers and MLP units start silent (zero "
+                        "output projections), so training starts from the source's function")
     t.add_argument("--soft-weight", type=float, default=0.0,
                    help="weight w of the soft-label loss: (1-w) CE on the target's token + w CE "
                         "on the target's top-k distribution at that position (distillation; "
@@ -254,7 +257,8 @@ def run_train(args: argparse.Namespace) -> int:
 
     cfg = TrainConfig(
         data=args.data, model_dir=Path(resolve_model_dir(args.model)), out=args.out,
-        num_layers=args.layers, block_size=args.block_size, num_taps=args.taps,
+        num_layers=args.layers, intermediate_size=args.intermediate_size,
+        block_size=args.block_size, num_taps=args.taps,
         mask_token_id=args.mask_token_id, batch_size=args.batch_size, anchors=args.anchors,
         epochs=args.epochs, max_steps=args.max_steps, time_budget_s=args.time_budget,
         lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay, gamma=args.gamma,

@@ -55,8 +55,9 @@ def train(cfg: TrainConfig) -> dict:
     return run.finish()
 
 
-# the config keys that differ between a drafter and the same drafter with more layers
-_DEPTH_KEYS = {"num_hidden_layers", "layer_types", "max_window_layers"}
+# the config keys that differ between a drafter and the same drafter with more layers or a
+# wider MLP
+_GROW_KEYS = {"num_hidden_layers", "layer_types", "max_window_layers", "intermediate_size"}
 
 
 def warm_start(drafter: DFlashDrafter, source: str | Path, grow: bool = False) -> None:
@@ -64,29 +65,43 @@ def warm_start(drafter: DFlashDrafter, source: str | Path, grow: bool = False) -
     run continues from it (e.g. across GPU sessions: the export is 32 MB, the optimizer state
     of a checkpoint ~190 MB). Its config must match: same shapes, taps, block and MASK.
 
-    grow: `drafter` may have more layers than the source. The source's layers fill the first
-    ones; each added layer keeps its random weights except its two output projections (attention
-    o_proj, MLP down_proj), which start at zero, so the added layers add nothing to the residual
-    stream and the grown drafter starts as the source's function (a deeper drafter compared with
-    today's at equal GPU time, not from random weights)."""
+    grow: `drafter` may have more layers, or a wider MLP, than the source; it starts as the
+    source's function (a bigger drafter compared with today's at equal GPU time, not from random
+    weights). The source's layers fill the first ones; each added layer keeps its random weights
+    except its two output projections (attention o_proj, MLP down_proj), which start at zero, so
+    it adds nothing to the residual stream. In a wider MLP the source's units come first and the
+    added units keep random gate/up rows but zero down_proj columns: they output nothing yet."""
     src = load_drafter(source, device="cpu", dtype=torch.float32)
     want, got = drafter.config.to_hf_dict(), src.config.to_hf_dict()
     diff = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
     n_src, n_new = len(src.layers), len(drafter.layers)
-    if grow and n_src > n_new:
-        raise ValueError(f"--init-from {source} --grow-layers: the source has {n_src} layers, "
-                         f"this run {n_new}; expected --layers >= {n_src}")
+    w_src, w_new = src.config.intermediate_size, drafter.config.intermediate_size
+    if grow and (n_src > n_new or w_src > w_new):
+        raise ValueError(f"--init-from {source} --grow: the source has {n_src} layers and an "
+                         f"MLP of {w_src}, this run {n_new} and {w_new}; expected --layers >= "
+                         f"{n_src} and --intermediate-size >= {w_src}")
     if grow:
-        diff = [k for k in diff if k not in _DEPTH_KEYS]
+        diff = [k for k in diff if k not in _GROW_KEYS]
     if diff:
         raise ValueError(f"--init-from {source}: its config differs from this run's in "
                          f"{diff} ({ {k: got.get(k) for k in diff} } vs "
                          f"{ {k: want.get(k) for k in diff} }); pass matching --layers, "
-                         "--block-size, --taps, --mask-token-id"
-                         + ("" if grow else " (or --grow-layers for more layers)"))
-    missing, unexpected = drafter.load_state_dict(src.state_dict(), strict=not grow)
-    assert not unexpected and all(k.startswith("layers.") for k in missing), (missing, unexpected)
+                         "--intermediate-size, --block-size, --taps, --mask-token-id"
+                         + ("" if grow else " (or --grow for more layers or a wider MLP)"))
+    if not grow:
+        drafter.load_state_dict(src.state_dict())
+        return
+    own = drafter.state_dict()                    # the parameters' own storage
+    assert all(k in own for k in src.state_dict())
+    assert all(k.startswith("layers.") for k in own.keys() - src.state_dict().keys())
     with torch.no_grad():
+        for name, w in src.state_dict().items():
+            dst = own[name]
+            if name.endswith("down_proj.weight"):            # [hidden, units]
+                dst.zero_()
+                dst[:, : w.shape[1]].copy_(w)
+            else:                                            # gate/up [units, hidden]: a prefix
+                dst[: w.shape[0]].copy_(w)
         for layer in drafter.layers[n_src:]:
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
@@ -116,7 +131,8 @@ class _Run:
             default_mask_token_id(cfg.model_dir)
         self.dcfg = dcfg = DFlashConfig.for_target(
             read_target_config(cfg.model_dir), num_layers=cfg.num_layers,
-            block_size=cfg.block_size, mask_token_id=mask_id, k=cfg.num_taps)
+            block_size=cfg.block_size, mask_token_id=mask_id, k=cfg.num_taps,
+            intermediate_size=cfg.intermediate_size)
         self.target = FrozenTarget.from_model_dir(cfg.model_dir, dcfg.target_layer_ids,
                                                   self.device,
                                                   torch.bfloat16 if self.amp else torch.float32)
@@ -149,7 +165,7 @@ class _Run:
         elif cfg.init_from is not None:
             warm_start(self.drafter, cfg.init_from, grow=cfg.grow_layers)
             self.log(f"weights from {cfg.init_from} (fresh optimizer and schedule"
-                     f"{'; added layers start as identity' if cfg.grow_layers else ''})")
+                     f"{'; grown: added layers and MLP units start silent' if cfg.grow_layers else ''})")
         self.decay = decay_weights(dcfg.block_size, cfg.gamma or default_gamma(dcfg.block_size),
                                    self.device)
         self.step_spec = StepSpec(anchors=cfg.anchors, block_size=dcfg.block_size,

@@ -17,6 +17,7 @@ class TrainConfig:
     model_dir: Path
     out: Path
     num_layers: int = 3
+    intermediate_size: int | None = None  # the drafter's MLP width (None: the target's)
     block_size: int = 16
     num_taps: int = 5
     mask_token_id: int | None = None     # None: the target's MASK, else SmolLM2's id 16
@@ -43,7 +44,8 @@ class TrainConfig:
     progress: bool = True
     train_sources: tuple[str, ...] | None = None  # e.g. ("generic",): train on these sources only
     init_from: str | None = None         # exported drafter folder or "default": warm start
-    grow_layers: bool = False            # init_from may have fewer layers (train.warm_start)
+    grow_layers: bool = False            # init_from may have fewer layers or a narrower MLP
+                                         # (train.warm_start; --grow)
     soft_weight: float = 0.0             # loss = (1-w) CE(token) + w CE(target's top-k dist.)
     soft_topk: int = 8                   # tokens kept of the target's distribution
     load_workers: int | None = None      # processes parsing the data (None: by its size)
@@ -64,6 +66,9 @@ class TrainConfig:
         if self.load_workers is not None and self.load_workers < 1:
             raise ValueError(f"TrainConfig.load_workers: expected >= 1 or None (by the data's "
                              f"size), got {self.load_workers}")
+        if self.intermediate_size is not None and self.intermediate_size < 1:
+            raise ValueError(f"TrainConfig.intermediate_size: expected >= 1 or None (the "
+                             f"target's), got {self.intermediate_size}")
         if self.grow_layers and self.init_from is None:
             raise ValueError("TrainConfig.grow_layers: expected init_from (the drafter to grow)")
         if self.export_dtype not in EXPORT_DTYPES:

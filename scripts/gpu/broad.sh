@@ -18,6 +18,8 @@
 #     today   the default drafter fine-tuned on the fresh tool data (the recipe of runs 14-22)
 #     broad   the default drafter, half on the broad data, then half on the tool data
 #     mix     the default drafter on the broad and tool data shuffled together (ARMS to pick it)
+#     wide    mix with the default's MLP widened to WIDE units (3072; --grow: the added units
+#             start silent, so it starts as the default)
 #     grow5   the default drafter grown to 5 layers (the added one starts as identity:
 #             --grow-layers), then today's recipe
 #     scratch4 / scratch5  4 / 5 layers from random weights, half broad then half tool
@@ -152,8 +154,15 @@ train)
     echo "== $a scored after ${SECONDS}s"; grep -v '^{' $R/eval-$a.txt | tail -n 14
     keep $R/tau-$a-*.json $R/eval-$a.txt
   }
-  for a in $ARMS; do case $a in today|broad|mix|grow5|scratch4|scratch5) ;; *)
-    echo "unknown arm $a: expected today, broad, mix, grow5, scratch4 or scratch5" >&2; exit 2 ;; esac; done
+  mixdata() {  # data-mix: the tool, broad and carried broad (PREV) samples shuffled together
+    [ -f $R/data-mix/samples.jsonl ] && return 0
+    mkdir -p $R/data-mix && cp $R/data-tools/meta.json $R/data-mix/ &&
+    cat $R/data-tools/samples.jsonl $(ls $R/data-broad/samples.jsonl $R/data-prev-*/samples.jsonl \
+      2>/dev/null) > $R/data-mix/samples.jsonl && echo "mix: $(wc -l < $R/data-mix/samples.jsonl) samples"
+  }
+  for a in $ARMS; do case $a in today|broad|mix|wide|grow5|scratch4|scratch5) ;; *)
+    echo "unknown arm $a: expected today, broad, mix, wide, grow5, scratch4 or scratch5" >&2; exit 2 ;; esac; done
+  rm -rf $R/data-mix                    # built once per train step, for mix and wide alike
   failed=""
   score default "$D"; cp $R/evalset/samples.jsonl "$OUT/evalset-samples.jsonl" 2>/dev/null
   for a in $ARMS; do
@@ -163,11 +172,11 @@ train)
     broad) arm broad 4 "$D" 3e-4 1.5e-4 ;;
     # INIT=DIR: mix continues from that drafter (an earlier session's arm brought back) instead
     # of the default; the default stays the peer every arm is scored against
-    mix) mkdir -p $R/data-mix && cp $R/data-tools/meta.json $R/data-mix/ &&   # both sets at once
-         cat $R/data-tools/samples.jsonl $(ls $R/data-broad/samples.jsonl $R/data-prev-*/samples.jsonl \
-           2>/dev/null) > $R/data-mix/samples.jsonl && echo "mix: $(wc -l < $R/data-mix/samples.jsonl) samples"
-         ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 --init-from "${INIT:-$D}" \
-           --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
+    mix) mixdata && ts speculator train $common --data $R/data-mix --out $R/mix --layers 4 \
+           --init-from "${INIT:-$D}" --lr 1.5e-4 --time-budget $T > $R/train-mix.txt 2>&1 ;;
+    wide) mixdata && ts speculator train $common --data $R/data-mix --out $R/wide --layers 4 \
+            --intermediate-size ${WIDE:-3072} --init-from "${INIT:-$D}" --grow --lr 1.5e-4 \
+            --time-budget $T > $R/train-wide.txt 2>&1 ;;
     grow5) ts speculator train $common --data $R/data-tools --out $R/grow5 --layers 5 \
              --init-from "$D" --grow-layers --lr 1.5e-4 --time-budget $T > $R/train-grow5.txt 2>&1 ;;
     scratch4) arm scratch4 4 "" 6e-4 3e-4 ;;

@@ -246,6 +246,35 @@ def test_grow_layers_starts_as_the_source(trained, tiny_data, tiny_target_dir, t
         _cfg(tiny_data, tiny_target_dir, tmp_path / "none", grow_layers=True)
 
 
+def test_grow_widens_the_mlp_and_starts_as_the_source(trained, tiny_data, tiny_target_dir,
+                                                     tmp_path):
+    """--grow with --intermediate-size: the source's MLP units come first, the added units have
+    random gate/up rows and zero down_proj columns, so the wider drafter starts as the source's
+    function; a narrower MLP than the source's is refused."""
+    src_dir = trained[0] / "drafter"
+    src = load_drafter(src_dir)
+    width = src.config.intermediate_size
+    m = train(_cfg(tiny_data, tiny_target_dir, tmp_path / "wide", init_from=str(src_dir),
+                   grow_layers=True, intermediate_size=2 * width, max_steps=1, lr=1e-12,
+                   weight_decay=0.0, log_every=1))
+    wide = load_drafter(tmp_path / "wide" / "drafter")
+    assert wide.config.intermediate_size == 2 * width
+    for name, x in src.state_dict().items():
+        y = wide.state_dict()[name]
+        y = y[:, :width] if name.endswith("down_proj.weight") else y[: x.shape[0]]
+        assert torch.allclose(x, y, rtol=1e-2, atol=1e-6), name
+    mlp = wide.layers[0].mlp
+    assert not mlp.down_proj.weight[:, width:].abs().max() > 1e-6
+    assert mlp.up_proj.weight[width:].abs().max() > 1e-3
+    assert m["tau"]["tools-heldout"] == pytest.approx(trained[1]["tau"]["tools-heldout"], rel=0.02)
+    with pytest.raises(ValueError, match=f"expected --layers >= 1 and --intermediate-size >= {2 * width}"):
+        train(_cfg(tiny_data, tiny_target_dir, tmp_path / "narrow", max_steps=1,
+                   init_from=str(tmp_path / "wide" / "drafter"), grow_layers=True))
+    with pytest.raises(ValueError, match="intermediate_size"):
+        train(_cfg(tiny_data, tiny_target_dir, tmp_path / "nogrow", max_steps=1,
+                   init_from=str(tmp_path / "wide" / "drafter")))
+
+
 def test_eval_sets_score_each_set_and_refuse_one_with_nothing_held_out(trained, tiny_data,
                                                                         tiny_target_dir, tmp_path):
     """`speculator eval` over sets: each set's held-out splits at each block size, JSON per set;

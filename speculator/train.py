@@ -91,16 +91,16 @@ def warm_start(drafter: DFlashDrafter, source: str | Path, grow: bool = False) -
     if not grow:
         drafter.load_state_dict(src.state_dict())
         return
-    own = drafter.state_dict()                    # the parameters' own storage
-    assert all(k in own for k in src.state_dict())
-    assert all(k.startswith("layers.") for k in own.keys() - src.state_dict().keys())
+    own, theirs = drafter.state_dict(), src.state_dict()   # own: the parameters' storage
+    assert theirs.keys() <= own.keys()
+    assert all(k.startswith("layers.") for k in own.keys() - theirs.keys())
     with torch.no_grad():
-        for name, w in src.state_dict().items():
+        for name, w in theirs.items():
             dst = own[name]
-            if name.endswith("down_proj.weight"):            # [hidden, units]
+            if name.endswith("down_proj.weight"):            # [hidden, units]: added columns 0
                 dst.zero_()
                 dst[:, : w.shape[1]].copy_(w)
-            else:                                            # gate/up [units, hidden]: a prefix
+            else:   # gate/up [units, hidden] fill a prefix; every other tensor, all of it
                 dst[: w.shape[0]].copy_(w)
         for layer in drafter.layers[n_src:]:
             layer.self_attn.o_proj.weight.zero_()

@@ -75,6 +75,7 @@ TASKS = (
     "You are a planner: schedules, checklists, trip plans and step-by-step instructions.",
 )
 KINDS = ("plain", "role", "task", "tools")
+AS_IS = {"plain": PLAIN, "task": TASKS}   # the kinds whose system prompt is one of a list, as is
 WEIGHTS = (0.2, 0.4, 0.2, 0.2)
 
 
@@ -89,15 +90,12 @@ def random_setting(rng: random.Random, tools_frac: float | None = None,
         kind = "tools"
     else:
         kind = rng.choices(KINDS[:3], WEIGHTS[:3])[0]
-    if kind == "plain":
-        i = rng.randrange(len(PLAIN))
-        return f"plain.{i}", PLAIN[i], []
+    if kind in AS_IS:
+        i = rng.randrange(len(AS_IS[kind]))
+        return f"{kind}.{i}", AS_IS[kind][i], []
     if kind == "role":
         i, style = rng.randrange(len(ROLES_PLAIN)), rng.choice(STYLES)
         return f"role.{i}", f"You are {ROLES_PLAIN[i]}. {style}".strip(), []
-    if kind == "task":
-        i = rng.randrange(len(TASKS))
-        return f"task.{i}", TASKS[i], []
     business = f"{coined(rng).title()} {rng.choice(SUFFIXES)}"
     today = FIRST_DAY + timedelta(days=rng.randrange(120))
     system = system_prompt(rng.choice(AGENTS), business, rng.choice(ROLES), today)

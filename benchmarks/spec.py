@@ -6,7 +6,8 @@ the machine's speed hits them alike. DFlash runs once per policy (engine/local/s
 block size, verify-confidence threshold (`--confidences`; "p0.1" in the table) and prompt-lookup
 drafts where the drafter expects little (`--lookups`; "+lookup"), and verify branches per greedy
 row (`--branches`; "+3br": also the block the lookup rule did not pick and the drafter's block
-under other first tokens, engine/local/branch.py). `--peer-speculator PATH` times a second
+under other first tokens, engine/local/branch.py; `--branch-plans planned`: "+3br planned", the
+swaps engine/local/branch_plan.py plans at every position). `--peer-speculator PATH` times a second
 drafter beside `--speculator` in every configuration (rows marked "peer"), so two drafters
 compare in one run. On CUDA an untimed pass over every prompt and configuration comes first, so
 Triton compiles (one per new kernel variant) stay out of the timed pass; the JSON records how
@@ -36,6 +37,7 @@ import torch
 from turnspec.benchmarks.host import cpu_name
 from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
 from turnspec.engine.local.args import add_engine_args, engine_config_from_args
+from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.config import MAX_SPEC_BRANCHES
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.speculator.tau import format_interval, tau_interval
@@ -62,6 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--branches", default=None,
                    help="verify branches per greedy row to try, comma-separated, e.g. 1,2,4 "
                         "(default: the engine's, --spec-branches: 3 on CUDA, 1 on CPU)")
+    p.add_argument("--branch-plans", default=None,
+                   help="which drafts the extra branches swap, to try with each branch count "
+                        "above 1: first, planned or first,planned (engine/local/branch_plan.py; "
+                        "default: the engine's, --spec-branch-plan)")
     p.add_argument("--peer-speculator", default=None,
                    help="a second drafter folder (or 'default') timed beside --speculator in every "
                         "configuration, interleaved prompt by prompt; its rows read 'peer'")
@@ -121,7 +127,7 @@ def decode_one(core, prompt: list[int], max_new: int, block: int | None) -> tupl
 def _engine_runs(plain_core, spec_cores: dict[str, object], prompt: list[int], max_new: int,
                  states: dict[tuple, tuple[SpecPolicy, object]]) -> list[tuple]:
     """`decode_one` for no speculation, then for each (policy, block, confidence, lookup,
-    branches, drafter) in `states` order with that configuration's policy state and branch
+    branches, plan, drafter) in `states` order with that configuration's policy state and branch
     scratch (None: one branch) on that drafter's spec core ("main" or "peer")."""
     runs = [decode_one(plain_core, prompt, max_new, None)]
     for (_, block, *_, drafter), (policy, branches) in states.items():
@@ -152,21 +158,26 @@ def _branch_counts(arg: str | None) -> list[int]:
 
 
 def _policy(c: tuple) -> SpecPolicy:
-    """A configuration (policy, block, confidence, lookup, branches, drafter) -> its policy."""
+    """A configuration (policy, block, confidence, lookup, branches, plan, drafter) -> its
+    policy."""
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
 def _states(configs: list[tuple], branches: dict[str, object]) -> dict[tuple, tuple[SpecPolicy, object]]:
     """Each configuration's fresh policy state and its branch scratch (its drafter's core's
-    `branches` limited to its branch count, None for one branch), as `_engine_runs` takes them."""
-    return {c: (_policy(c), branches[c[5]].limited(c[4]) if c[4] > 1 else None) for c in configs}
+    `branches` limited to its branch count and plan, None for one branch), as `_engine_runs`
+    takes them."""
+    return {c: (_policy(c), branches[c[6]].limited(c[4], c[5]) if c[4] > 1 else None)
+            for c in configs}
 
 
 def _config_label(x: dict) -> str:
-    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +3br"."""
+    """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +3br" ("+3br planned"
+    with the planned branches)."""
     n = x.get("branches", 1)
+    plan = f" {x['plan']}" if n > 1 and x.get("plan", "first") != "first" else ""
     return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
-            + (" +lookup" if x.get("lookup") else "") + (f" +{n}br" if n > 1 else "")
+            + (" +lookup" if x.get("lookup") else "") + (f" +{n}br{plan}" if n > 1 else "")
             + (" peer" if x.get("drafter") == "peer" else ""))
 
 
@@ -204,6 +215,10 @@ def run(args: argparse.Namespace) -> int:
     confs = [float(c) for c in args.confidences.split(",")] if args.confidences else []
     lookups = [_on_off(x) for x in args.lookups.split(",")] if args.lookups else []
     counts = _branch_counts(args.branches)
+    plans = args.branch_plans.split(",") if args.branch_plans else []
+    if not set(plans) <= set(BRANCH_PLANS):
+        raise ValueError(f"--branch-plans {args.branch_plans!r}: expected plans of "
+                         f"{BRANCH_PLANS}, comma-separated")
     for pol in policies:
         for conf in confs or [0.0]:
             SpecPolicy(mode=pol, min_confidence=conf)  # validates
@@ -239,8 +254,10 @@ def run(args: argparse.Namespace) -> int:
     confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
     lookups = lookups or [spec_core.policy.lookup]
     counts = counts or [spec_core.spec_branches]  # the engine's default
-    configs = [(pol, b, c, lk, n, d) for pol in policies for b in blocks for c in confs
-               for lk in lookups for n in counts for d in spec_cores]
+    plans = plans or [cfg.spec_branch_plan]
+    configs = [(pol, b, c, lk, n, plan, d) for pol in policies for b in blocks for c in confs
+               for lk in lookups for n in counts for plan in (plans if n > 1 else plans[:1])
+               for d in spec_cores]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
@@ -260,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
-                                "branches": c[4], "drafter": c[5],
+                                "branches": c[4], "plan": c[5], "drafter": c[6],
                                 "tok_s": r["tok_s"], "tau": r["tau"], "tau_ci90": r["tau_ci90"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
@@ -285,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         best = max(row["spec"], key=lambda x: x["tok_s"])
         row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup",
-                                            "branches", "drafter")}
+                                            "branches", "plan", "drafter")}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.speculator.datagen_run import run_datagen
 from turnspec.speculator.datagen_target import ENGINES
 from turnspec.workloads.catalog import LATEST_WORKLOAD, WORKLOADS
@@ -184,6 +185,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --lookup: verify this many blocks a step and keep the one accepted "
                         "furthest, as `serve --spec-branches N` does (split NAME+lookup+Nbr; "
                         "the CUDA default is 3; default: %(default)s)")
+    e.add_argument("--branch-plan", choices=BRANCH_PLANS, default="first",
+                   help="with --branches: which drafts the drafter's extra blocks swap, as "
+                        "`serve --spec-branch-plan` (split NAME+lookup+Nbr+planned for planned; "
+                        "default: %(default)s)")
     e.add_argument("--max-len", type=int, default=2048)
     e.add_argument("--device", default="auto")
     e.add_argument("--with-train", action="store_true", help="also a sample of the train split")
@@ -287,7 +292,7 @@ def run_eval(args: argparse.Namespace) -> int:
             args.data, drafter=args.drafter, model_dir=resolve_model_dir(args.model),
             block_sizes=args.block_size, samples=args.samples, max_len=args.max_len,
             device=args.device, with_train=args.with_train, json_out=args.json,
-            lookup=args.lookup, branches=args.branches), strict=False):
+            lookup=args.lookup, branches=args.branches, plan=args.branch_plan), strict=False):
         print(f"{path}: tau per split, 90% interval over turns\n{tau_table(outs)}",
               file=sys.stderr)
         for out in outs:

@@ -76,7 +76,8 @@ def replay_inputs(args: argparse.Namespace) -> tuple[list[Sample], DFlashDrafter
 def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                   block_sizes: Sequence[int] | None, samples: int, max_len: int, device: str,
                   with_train: bool, json_out: list[Path] | None,
-                  lookup: bool = False, branches: int = 1) -> Iterator[list[dict]]:
+                  lookup: bool = False, branches: int = 1,
+                  plan: str = "first") -> Iterator[list[dict]]:
     """Score each set's held-out splits (and a train sample with `with_train`) at each block
     size (None: the drafter's trained one); yields each set's results, one dict per block size
     ({"block_size", "tau": {split: tau}, "eval": {split: TauResult dict}}), as soon as the set
@@ -84,7 +85,9 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     {"block_sizes", "by_block": {"8": ..., "16": ...}}. The target runs once per batch for all
     block sizes (`evaluate_tau_runs`). `lookup`: each split is scored a second time with
     prompt lookup, as split "NAME+lookup", from the same target pass; with `branches` > 1 as
-    the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3)."""
+    the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3), or
+    "NAME+lookup+3br+planned" with `plan` "planned" (`--spec-branch-plan`)."""
+    from turnspec.engine.local.branch_plan import BRANCH_PLANS
     from turnspec.engine.local.config import MAX_SPEC_BRANCHES
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.tau import evaluate_tau_runs
@@ -93,6 +96,8 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     if not 1 <= branches <= MAX_SPEC_BRANCHES:
         raise ValueError(f"branches={branches}: expected 1..{MAX_SPEC_BRANCHES}, as the engine "
                          "serves (--spec-branches)")
+    if plan not in BRANCH_PLANS:
+        raise ValueError(f"plan={plan!r}: expected one of {BRANCH_PLANS}")
     if branches > 1 and not lookup:
         raise ValueError(f"branches={branches}: expected lookup too (the engine's verify "
                          "branches ride on its lookup rule)")
@@ -121,8 +126,8 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
             t = time.perf_counter()
             for (b, lk), r in evaluate_tau_runs(model, target, seqs, blocks, lookups,
                                                 batch_size=batch, max_len=max_len,
-                                                branches=branches).items():
-                label = f"{name}+lookup" + (f"+{branches}br" if branches > 1 else "") if lk else name
+                                                branches=branches, plan=plan).items():
+                label = f"{name}+lookup{branch_suffix(branches, plan)}" if lk else name
                 results[b][label] = r.to_dict()
                 log(f"tau[{label}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) "
                     f"over {r.steps} steps, {r.samples} samples")
@@ -136,6 +141,14 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                 "by_block": {str(o["block_size"]): o for o in outs}}
             json_out[i].write_text(json.dumps(doc, indent=2) + "\n")
         yield outs
+
+
+def branch_suffix(branches: int, plan: str) -> str:
+    """A split label's tail for the verify branches it was scored with: "" for one, "+3br" for
+    three planned "first" (the engine's default), "+3br+planned" for three planned."""
+    if branches < 2:
+        return ""
+    return f"+{branches}br" + ("" if plan == "first" else f"+{plan}")
 
 
 def tau_table(outs: list[dict]) -> str:

@@ -10,9 +10,15 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from turnspec.engine.local.branch_plan import BRANCH_PLANS, apply_swaps, plan_swaps
 from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.spec_policy import SpecPolicy
-from turnspec.engine.local.spec_step import LOOKUP_AGREE, branch_candidates, takes_lookup
+from turnspec.engine.local.spec_step import (
+    LOOKUP_AGREE,
+    branch_candidates,
+    first_swaps,
+    takes_lookup,
+)
 
 LOOKUP_BELOW = SpecPolicy().lookup_below  # the engine's default
 
@@ -53,24 +59,41 @@ def with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], ancho
 class BranchPick:
     """`replay_steps`' pick for `branches` verify branches a row: the lookup rule's block and
     the engine's other candidates (`branch_candidates`: the block the rule passed over, then
-    the drafter's block under its next most likely first tokens), committing the one the
-    target accepts furthest, as the engine does."""
+    the drafter's block with drafts swapped for its next guesses: its next most likely first
+    tokens with plan "first", the best-first tree of branch_plan.py with "planned"),
+    committing the one the target accepts furthest, as the engine does."""
 
-    def __init__(self, host_ids: list[list[int]], branches: int) -> None:
+    def __init__(self, host_ids: list[list[int]], branches: int, plan: str = "first") -> None:
         if branches < 2:
             raise ValueError(f"BranchPick: branches={branches}, expected 2 or more")
-        self.host_ids, self.branches = host_ids, branches
+        if plan not in BRANCH_PLANS:
+            raise ValueError(f"BranchPick: plan={plan!r}, expected one of {BRANCH_PLANS}")
+        self.host_ids, self.branches, self.plan = host_ids, branches, plan
+
+    def swapped(self, own: list[list[int]], logits: Tensor) -> list[list[list[int]]]:
+        """Per row, the drafter's block with drafts swapped, as the engine builds them."""
+        extra = self.branches - 1
+        if self.plan == "first":
+            firsts = logits[:, 0].topk(self.branches, dim=-1).indices[:, 1:].tolist()
+            return [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
+        top = logits.float().softmax(-1).topk(extra + 1, dim=-1)
+        own_p = top.values[..., 0].tolist()
+        alts = [[list(zip(t, p, strict=True)) for t, p in zip(tr, pr, strict=True)]
+                for tr, pr in zip(top.indices[..., 1:].tolist(), top.values[..., 1:].tolist(),
+                                  strict=True)]
+        return [[apply_swaps(o, sw) for _, sw in plan_swaps(p, a, extra)]
+                for o, p, a in zip(own, own_p, alts, strict=True)]
 
     def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
                  accepted_of: Callable[[Tensor], Tensor]) -> Tensor:
         width = drafts.shape[1]
         conts = lookup_continuations(self.host_ids, anchor, active, width)
         rule = with_lookup(drafts, logits, self.host_ids, anchor, active, conts)
-        firsts = logits[:, 0].topk(self.branches, dim=-1).indices[:, 1:].tolist()  # as the engine
         own, chosen = drafts.tolist(), rule.tolist()
+        swapped = self.swapped(own, logits)
         cands = []
         for r in range(len(own)):
-            extra = branch_candidates(chosen[r], own[r], conts[r][0], firsts[r], self.branches - 1)
+            extra = branch_candidates(chosen[r], own[r], conts[r][0], swapped[r], self.branches - 1)
             cands.append([chosen[r], *extra] + [[-1] * width] * (self.branches - 1 - len(extra)))
         blocks = torch.tensor(cands, dtype=drafts.dtype, device=drafts.device)  # [b, N, w]
         accepted = torch.stack([accepted_of(blocks[:, k]) for k in range(self.branches)], -1)

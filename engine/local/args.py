@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from turnspec.engine.local import LocalEngineConfig
+from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.config import SPEC_POLICY_MODES
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
@@ -35,6 +36,11 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                         "furthest: 2 adds the block the lookup rule passed over (drafter's or "
                         "lookup), more add the drafter's block under its next most likely "
                         "first tokens (default: 3 on CUDA with a speculator, 1 on CPU)")
+    g.add_argument("--spec-branch-plan", choices=BRANCH_PLANS, default="first",
+                   help="which drafts the drafter's extra branches swap: first, its first draft "
+                        "for its next most likely first tokens; planned, the swaps that add the "
+                        "most expected accepted drafts by the drafter's probabilities at every "
+                        "position (default: %(default)s)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
@@ -64,6 +70,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         speculator=args.speculator, spec_block_size=args.spec_block_size,
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         spec_lookup=args.spec_lookup == "on", spec_branches=args.spec_branches,
+        spec_branch_plan=args.spec_branch_plan,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
         threads=args.threads, cpu_gemm=args.cpu_gemm)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sequence import Sequence
 
@@ -43,11 +44,14 @@ class Branches:
     branches a sequence may have, its own row included (spec_step.py)."""
 
     def __init__(self, runner: ModelRunner, first_block: int, max_rows: int, max_block: int,
-                 per_seq: int = 2) -> None:
+                 per_seq: int = 2, plan: str = "first") -> None:
         if max_rows < 1 or max_block < 2 or per_seq < 2:
             raise ValueError(f"Branches: expected max_rows >= 1, max_block >= 2 and per_seq >= 2, "
                              f"got {max_rows}, {max_block} and {per_seq}")
+        if plan not in BRANCH_PLANS:
+            raise ValueError(f"Branches: plan={plan!r}, expected one of {BRANCH_PLANS}")
         self.runner = runner
+        self.plan = plan  # which drafts the drafter's swapped blocks swap (branch_plan.py)
         self.extra = per_seq - 1  # shadow rows a sequence may have
         self.per_row = self.blocks_per_row(runner.block_size, max_block)
         self.max_rows = max_rows
@@ -58,13 +62,16 @@ class Branches:
                              f"them within the runner's {pool_blocks} KV blocks")
         self.pool = list(range(first_block, first_block + need))
 
-    def limited(self, per_seq: int) -> Branches:
-        """These scratch blocks, for at most `per_seq` branches a sequence (bench spec compares
-        branch counts on one engine)."""
+    def limited(self, per_seq: int, plan: str | None = None) -> Branches:
+        """These scratch blocks, for at most `per_seq` branches a sequence, planned by `plan`
+        (None: this one's); bench spec compares branch counts and plans on one engine."""
         if not 2 <= per_seq <= self.extra + 1:
             raise ValueError(f"limited: per_seq={per_seq}, expected 2..{self.extra + 1}")
+        if plan is not None and plan not in BRANCH_PLANS:
+            raise ValueError(f"limited: plan={plan!r}, expected one of {BRANCH_PLANS}")
         out = copy.copy(self)
         out.extra = per_seq - 1
+        out.plan = plan or self.plan
         return out
 
     @staticmethod

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
@@ -48,6 +49,10 @@ class LocalEngineConfig:
     # more verify row. None: CUDA_SPEC_BRANCHES on CUDA (docs/benchmarks.md: voice 3.50x ->
     # 4.10x over plain decode on the H200, 48 turns), 1 on CPU (a row's compute a branch)
     spec_branches: int | None = None
+    # which drafts the drafter's swapped blocks swap (branch_plan.py): "first" its first draft
+    # for its next most likely first tokens; "planned" the swaps that add the most expected
+    # accepted drafts, by the drafter's probabilities at every position
+    spec_branch_plan: str = "first"
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -88,6 +93,9 @@ class LocalEngineConfig:
                 or not 1 <= self.spec_branches <= MAX_SPEC_BRANCHES):
             raise ValueError(f"spec_branches: expected an integer 1..{MAX_SPEC_BRANCHES}, got "
                              f"{self.spec_branches!r}")
+        if self.spec_branch_plan not in BRANCH_PLANS:
+            raise ValueError(f"spec_branch_plan: expected one of {BRANCH_PLANS}, got "
+                             f"{self.spec_branch_plan!r}")
         if self.cpu_gemm not in CPU_GEMMS:
             raise ValueError(f"cpu_gemm: expected one of {CPU_GEMMS}, got {self.cpu_gemm!r}")
         if self.spec_block_size is not None and not (1 <= self.spec_block_size <= 64):

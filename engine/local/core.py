@@ -143,7 +143,7 @@ class EngineCore:
                                   device, dtype, self.drafter, context_kv)
         self.branches = Branches(self.runner, nblocks - scratch, shadow_rows,
                                  self.drafter.config.block_size,
-                                 self.spec_branches) if scratch else None
+                                 self.spec_branches, cfg.spec_branch_plan) if scratch else None
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up

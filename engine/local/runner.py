@@ -32,6 +32,10 @@ class Drafted:
     tokens: torch.Tensor                # [b, block-1] greedy drafts
     probs: torch.Tensor | None          # [b, block-1] the drafter's probability of each
     firsts: torch.Tensor | None         # [b, k] the next most likely first drafts, best first
+    # with `every_position`: the next guesses at every position [b, block-1, k] and their
+    # probabilities (branch_plan.py), instead of `firsts`
+    guesses: torch.Tensor | None = None
+    guess_probs: torch.Tensor | None = None
 
 
 class ModelRunner:
@@ -143,11 +147,12 @@ class ModelRunner:
 
     @torch.inference_mode()
     def draft(self, seqs: list[Sequence], block: int, confidence: bool = False,
-              alternatives: int = 0) -> Drafted:
+              alternatives: int = 0, every_position: bool = False) -> Drafted:
         """One drafter pass: block [anchor, MASK x (block-1)] at positions p..p+block-1 over the
         context rows [0, p). Returns greedy drafts [b, block-1] int64 on the device; with
         `confidence`, the drafter's probability of each draft [b, block-1]; with
-        `alternatives` = k, its 2nd..(k+1)th most likely first drafts [b, k]."""
+        `alternatives` = k, its 2nd..(k+1)th most likely first drafts [b, k], or with
+        `every_position` its k next guesses at every position and their probabilities."""
         t0 = time.perf_counter()
         b = len(seqs)
         anchors = torch.tensor([s.token_ids[-1] for s in seqs], dtype=torch.int64)
@@ -172,6 +177,11 @@ class ModelRunner:
         head = self.draft_head if self.draft_head is not None else self.model.logits
         logits = head(hidden[:, 1:])  # [b, block-1, V]
         top, drafts = logits.max(dim=-1)
+        if alternatives and every_position:  # [b, block-1, k+1]: the draft, then its next guesses
+            log_p = logits.float().log_softmax(dim=-1).topk(alternatives + 1, dim=-1)
+            p = log_p.values.exp()
+            self.forward_seconds += time.perf_counter() - t0
+            return Drafted(drafts, p[..., 0], None, log_p.indices[..., 1:], p[..., 1:])
         probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
         firsts = logits[:, 0].topk(alternatives + 1, dim=-1).indices[:, 1:] if alternatives else None
         self.forward_seconds += time.perf_counter() - t0

@@ -37,6 +37,7 @@ import time
 import torch
 
 from turnspec.engine.local.branch import Branches
+from turnspec.engine.local.branch_plan import apply_swaps, plan_swaps
 from turnspec.engine.local.grammar_mask import mask_block
 from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.runner import ModelRunner
@@ -70,7 +71,9 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     # draft: [b, B-1] greedy proposals; rows with a smaller block get -1 past their limit
     theta = policy.min_confidence
     extra = branches.extra if branches is not None else 0  # shadow rows a greedy row may have
-    drafted = runner.draft(seqs, block, confidence=theta > 0 or policy.lookup, alternatives=extra)
+    planned = branches is not None and branches.plan == "planned"
+    drafted = runner.draft(seqs, block, confidence=theta > 0 or policy.lookup, alternatives=extra,
+                           every_position=planned)
     drafts, probs = drafted.tokens, drafted.probs
     dev = drafts.device
     limit = torch.tensor([max(b, 1) - 1 for b in blocks], device=dev)
@@ -90,7 +93,13 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     # each speculating row's lookup continuation and its source's match, found once for both
     conts = _continuations(seqs, blocks, spec_rows) if policy.lookup or branches is not None else []
     swapped = policy.lookup and _lookup(conts, expected, lead, drafts_host, policy.lookup_below)
-    alt_rows, alt_drafts = _extra_blocks(seqs, spec_rows, conts, own, drafts_host, firsts, extra,
+    if planned:  # the drafter's block with the swaps that add the most expected drafts
+        wanted = [on and s.request.sampling.greedy for s, on in zip(seqs, spec_rows, strict=True)]
+        swaps = planned_swaps(own, drafted.probs, drafted.guesses, drafted.guess_probs, extra,
+                              wanted)
+    else:
+        swaps = [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)] if firsts else []
+    alt_rows, alt_drafts = _extra_blocks(seqs, spec_rows, conts, own, drafts_host, swaps, extra,
                                          branches.max_rows) if branches is not None else ([], [])
     if alt_rows:  # the extra branches ride as extra rows of the same verify pass
         drafts_host = drafts_host + alt_drafts
@@ -165,7 +174,7 @@ def _to_host(drafts: torch.Tensor, firsts: torch.Tensor | None) -> tuple[list[li
 
 def _extra_blocks(seqs: list[Sequence], spec_rows: list[bool],
                   conts: list[tuple[list[int], int] | None], own: list[list[int]],
-                  chosen: list[list[int]], firsts: list[list[int]], extra: int,
+                  chosen: list[list[int]], swapped: list[list[list[int]]], extra: int,
                   max_rows: int) -> tuple[list[int], list[list[int]]]:
     """`branch_candidates` of each greedy speculating row, at most `max_rows` in all: (rows,
     blocks), a row index per extra block."""
@@ -173,32 +182,57 @@ def _extra_blocks(seqs: list[Sequence], spec_rows: list[bool],
     for r, seq in enumerate(seqs):
         if not spec_rows[r] or not seq.request.sampling.greedy:
             continue
-        for cand in branch_candidates(chosen[r], own[r], conts[r][0], firsts[r] if firsts else [],
-                                      extra)[: max_rows - len(rows)]:
+        for cand in branch_candidates(chosen[r], own[r], conts[r][0],
+                                      swapped[r] if swapped else [], extra)[: max_rows - len(rows)]:
             rows.append(r)
             alts.append(cand)
     return rows, alts
 
 
-def branch_candidates(chosen: list[int], own: list[int], cont: list[int], firsts: list[int],
-                      extra: int) -> list[list[int]]:
+def branch_candidates(chosen: list[int], own: list[int], cont: list[int],
+                      swapped: list[list[int]], extra: int) -> list[list[int]]:
     """Up to `extra` blocks a row verifies besides `chosen`, in this order: the block the lookup
     rule did not pick (the drafter's `own` where the lookup continuation `cont` was taken, else
-    `cont` where it has 2+ tokens), then `own` with its first draft swapped for each of the
-    drafter's next most likely first tokens (`firsts`). Repeats are skipped; -1 pads."""
+    `cont` where it has 2+ tokens), then `swapped`: `own` with drafts swapped for the drafter's
+    next guesses (`first_swaps`, or branch_plan.py's planned swaps). Repeats are skipped; -1
+    pads."""
     width, cands = len(own), []
     if chosen != own:
         cands.append(own)
     elif len(cont) >= 2:
         cands.append(cont + [-1] * (width - len(cont)))
-    if width and own[0] >= 0:  # a confidence cut can leave no draft to swap
-        cands += [[t] + own[1:] for t in firsts]
+    cands += swapped
     out: list[list[int]] = []
     for cand in cands:
         if len(out) == extra:
             break
         if cand != chosen and cand not in out:
             out.append(cand)
+    return out
+
+
+def first_swaps(own: list[int], firsts: list[int]) -> list[list[int]]:
+    """`own` with its first draft swapped for each of the drafter's next most likely first
+    tokens `firsts`; none where a confidence cut left no draft."""
+    return [[t] + own[1:] for t in firsts] if own and own[0] >= 0 else []
+
+
+def planned_swaps(own: list[list[int]], probs: torch.Tensor, guesses: torch.Tensor,
+                  guess_probs: torch.Tensor, extra: int,
+                  wanted: list[bool]) -> list[list[list[int]]]:
+    """Per row, up to `extra` blocks: `own` with the swaps branch_plan.py's best-first tree
+    picks from the drafter's probability of each draft `probs` [b, w] and its next guesses
+    `guesses` [b, w, k] (probabilities `guess_probs`), over the drafts the row verifies; none
+    for a row not `wanted` (sampled, or not speculating)."""
+    p, g, q = probs.tolist(), guesses.tolist(), guess_probs.tolist()  # the drafts synced already
+    out: list[list[list[int]]] = []
+    for r, row in enumerate(own):
+        if not wanted[r]:
+            out.append([])
+            continue
+        w = sum(1 for t in row if t >= 0)
+        alts = [list(zip(g[r][d], q[r][d], strict=True)) for d in range(w)]
+        out.append([apply_swaps(row, sw) for _, sw in plan_swaps(p[r][:w], alts, extra)])
     return out
 
 

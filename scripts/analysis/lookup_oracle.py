@@ -42,7 +42,7 @@ from turnspec.speculator.tau import (
     tau_difference_interval,
     tau_interval,
 )
-from turnspec.speculator.tau_lookup import BranchPick
+from turnspec.speculator.tau_lookup import BRANCH_PLANS, BranchPick
 
 BASE_MODES = ("drafter", "rule")
 
@@ -55,8 +55,8 @@ def _bucket(match: int) -> str:
     return f"match 2-{LOOKUP_MATCH - 1}" if match < LOOKUP_MATCH else f"match {LOOKUP_MATCH}+"
 
 
-def branches_mode(n: int) -> str:
-    return f"{n} branches"
+def branches_mode(n: int, plan: str = "first") -> str:
+    return f"{n} branches" + ("" if plan == "first" else f" {plan}")
 
 
 class OraclePick(BranchPick):
@@ -65,8 +65,9 @@ class OraclePick(BranchPick):
     where the rule accepts less than the better of the drafter's block and the lookup
     continuation, and the drafts it loses there."""
 
-    def __init__(self, host_ids: list[list[int]], branches: int = 2, tally: bool = True) -> None:
-        super().__init__(host_ids, branches)
+    def __init__(self, host_ids: list[list[int]], branches: int = 2, tally: bool = True,
+                 plan: str = "first") -> None:
+        super().__init__(host_ids, branches, plan)
         self.tally = tally
         self.steps = 0
         self.missed: Counter[tuple[str, str]] = Counter()
@@ -95,10 +96,12 @@ class OraclePick(BranchPick):
 @torch.no_grad()
 def oracle_replay(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample], blk: int,
                   batch_size: int = 16, max_len: int = 2048,
-                  branches: tuple[int, ...] = (2,)) -> dict:
-    """Tokens and steps per turn for the base modes and each branch count, and the tally of
-    the rule's misses along the smallest count's steps."""
-    modes = [*BASE_MODES, *(branches_mode(n) for n in branches)]
+                  branches: tuple[int, ...] = (2,), plans: tuple[str, ...] = ("first",)) -> dict:
+    """Tokens and steps per turn for the base modes and each branch count under each branch
+    plan (`BranchPick`), and the tally of the rule's misses along the smallest count's steps
+    (the first plan's)."""
+    runs = [(n, plan) for n in branches for plan in plans]
+    modes = [*BASE_MODES, *(branches_mode(n, plan) for n, plan in runs)]
     seqs = replay_order(samples, max_len)
     tokens: dict[str, list[int]] = {m: [] for m in modes}
     steps: dict[str, list[int]] = {m: [] for m in modes}
@@ -108,7 +111,9 @@ def oracle_replay(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sa
         batch = seqs[i : i + batch_size]
         context = replay_context(drafter, target, batch, max_len, blk)
         host = context.ids.tolist()
-        picks = {branches_mode(n): OraclePick(host, n, tally=n == min(branches)) for n in branches}
+        picks = {branches_mode(n, plan): OraclePick(host, n, tally=n == min(branches) and
+                                                    plan == plans[0], plan=plan)
+                 for n, plan in runs}
         for mode in modes:
             t = torch.zeros(len(batch), dtype=torch.long, device=target.device)
             n = torch.zeros_like(t)
@@ -131,7 +136,7 @@ def report(out: dict) -> tuple[str, dict]:
     """The table (tau per mode with its interval and its gain over the rule, then the misses)
     and the summary JSON."""
     tok = out["tokens"]["rule"]
-    lines, summary = [f"{'mode':11s} {'tau':>6s} {'90% CI':>12s} {'vs rule':>8s} {'gain CI':>14s}"], {}
+    lines, summary = [f"{'mode':19s} {'tau':>6s} {'90% CI':>12s} {'vs rule':>8s} {'gain CI':>14s}"], {}
     for mode in out["modes"]:
         t, n = out["tokens"][mode], out["steps"][mode]
         if t != tok:
@@ -141,8 +146,15 @@ def report(out: dict) -> tuple[str, dict]:
         dci = tau_difference_interval(t, out["steps"]["rule"], n)
         summary[mode] = {"tau": tau, "ci90": list(ci), "gain_over_rule": diff,
                          "gain_ci90": list(dci)}
-        lines.append(f"{mode:11s} {tau:6.3f} {format_interval(ci):>12s} {diff:+8.3f} "
-                     f"{format_interval(dci):>14s}")
+        line = (f"{mode:19s} {tau:6.3f} {format_interval(ci):>12s} {diff:+8.3f} "
+                f"{format_interval(dci):>14s}")
+        first = mode.split(" branches")[0] + " branches"  # the same count, planned "first"
+        if mode != first and first in out["steps"]:
+            fdiff = tau - sum(tok) / sum(out["steps"][first])
+            fci = tau_difference_interval(t, out["steps"][first], n)
+            summary[mode].update(gain_over_first=fdiff, gain_over_first_ci90=list(fci))
+            line += f"   {fdiff:+.3f} ({format_interval(fci)}) over {first}"
+        lines.append(line)
     if out["oracle_steps"]:
         lines.append(f"\nsteps where the rule's pick accepts less than the better of the drafter's "
                      f"block and the lookup (of {out['oracle_steps']} steps):")
@@ -157,14 +169,20 @@ def main() -> None:
     add_replay_arguments(p, source="independent-voice", n=64)
     p.add_argument("--branches", default="2",
                    help="verify branch counts to replay, comma-separated, each 2..8 (default: 2)")
+    p.add_argument("--plan", default="first",
+                   help="branch plans to replay, comma-separated (first, planned; default: first)")
     args = p.parse_args()
+    plans = tuple(args.plan.split(","))
+    if not plans or not set(plans) <= set(BRANCH_PLANS):
+        raise SystemExit(f"--plan {args.plan}: expected plans of {BRANCH_PLANS}, comma-separated")
     turns, drafter, target = replay_inputs(args)
     dev = target.device
     branches = tuple(int(n) for n in args.branches.split(","))
     if not all(2 <= n <= 8 for n in branches):
         raise SystemExit(f"--branches {args.branches}: expected counts 2..8, comma-separated")
     out = oracle_replay(drafter, target, turns, args.block_size,
-                        batch_size=128 if dev.type == "cuda" else 16, branches=branches)
+                        batch_size=128 if dev.type == "cuda" else 16, branches=branches,
+                        plans=plans)
     table, summary = report(out)
     print(table)
     if args.json:

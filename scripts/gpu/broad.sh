@@ -146,9 +146,10 @@ train)
     # shellcheck disable=SC2046  # one --json per --data, in order
     # LOOKUP=1: every split also with prompt lookup (NAME+lookup; doubles the scoring time)
     # BRANCHES=3 (with LOOKUP=1): the lookup split verifies that many blocks a step, as the H200
-    # serves (NAME+lookup+3br)
+    # serves (NAME+lookup+3br); PLAN=planned: their swaps planned at every position
+    # (NAME+lookup+3br+planned, `serve --spec-branch-plan planned`)
     ts speculator eval $sets --drafter "$d" --device ${DEV:-cuda} --block-size 8,16 ${LOOKUP:+--lookup} \
-      ${BRANCHES:+--branches $BRANCHES} \
+      ${BRANCHES:+--branches $BRANCHES} ${PLAN:+--branch-plan $PLAN} \
       --samples ${EVAL_SAMPLES:-512} $(for j in $js; do echo --json $R/tau-$a-$j.json; done) \
       > $R/eval-$a.txt 2>&1
     echo "== $a scored after ${SECONDS}s"; grep -v '^{' $R/eval-$a.txt | tail -n 14
@@ -193,10 +194,12 @@ train)
   [ -z "$failed" ] || { echo "arms that failed:$failed" >&2; exit 1; }
   ;;
 bench)  # bench ARM: decode tok/s, one stream, the arm's drafter beside the default (--peer-speculator)
-        # on N turns of each independent split, as the H200 serves (lookup, CUDA's branches)
+        # on N turns of each independent split, as the H200 serves (lookup, CUDA's branches);
+        # PLANS=first,planned: each branch plan side by side (engine/local/branch_plan.py)
   a=${2:?usage: bash scripts/gpu/broad.sh bench ARM}
   ts bench spec --data $R/evalset --device ${DEV:-cuda} --speculator $R/$a/drafter --peer-speculator "$D" \
-    --blocks 16 --policies always --n ${N:-24} --no-transformers --json "$OUT/spec-$a-vs-default.json" 2>&1 |
+    --blocks 16 --policies always --n ${N:-24} ${PLANS:+--branch-plans $PLANS} --no-transformers \
+    --json "$OUT/spec-$a-vs-default.json" 2>&1 |
     grep -v '^Loading'
   ;;
 all)  # data-local, then train at once: no call between them, so no idle gap to lose the machine in

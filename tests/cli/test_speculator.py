@@ -79,6 +79,15 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert set(br) == {"generic-heldout", "tools-heldout", "generic-heldout+lookup+3br",
                        "tools-heldout+lookup+3br"}
     assert all(1.0 <= t <= 3.0 for t in br.values())
+    # the same with the planned swaps (`--spec-branch-plan planned`): its own split names
+    assert _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+                str(run / "drafter"), "--samples", "4", "--block-size", "3", "--device", "cpu",
+                "--lookup", "--branches", "3", "--branch-plan", "planned",
+                "--json", str(multi)) == 0
+    planned = json.loads(multi.read_text())["tau"]
+    assert set(planned) == {"generic-heldout", "tools-heldout",
+                            "generic-heldout+lookup+3br+planned", "tools-heldout+lookup+3br+planned"}
+    assert all(1.0 <= t <= 3.0 for t in planned.values())
     with pytest.raises(ValueError, match="branches=9: expected 1..8"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
              str(run / "drafter"), "--device", "cpu", "--lookup", "--branches", "9")

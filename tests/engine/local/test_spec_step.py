@@ -32,14 +32,15 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
-           min_confidence: float = 0.0, lookup: bool = False, branches: int = 1) -> EngineCore:
+           min_confidence: float = 0.0, lookup: bool = False, branches: int = 1,
+           plan: str = "first") -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
     # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
                             max_batch=max_batch, spec_policy="always",
                             spec_min_confidence=min_confidence, spec_lookup=lookup,
-                            spec_branches=branches)
+                            spec_branches=branches, spec_branch_plan=plan)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -123,16 +124,20 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
         return real(self, wins)
 
     monkeypatch.setattr(Branches, "adopt", counting_adopt)
-    for lookup, block, n in ((True, 8, 2), (False, 16, 2), (True, 8, 4), (False, 16, 5)):
+    for lookup, block, n, plan in ((True, 8, 2, "first"), (False, 16, 2, "first"),
+                                   (True, 8, 4, "first"), (False, 16, 5, "first"),
+                                   (True, 8, 3, "planned"), (False, 16, 4, "planned")):
         spec_core = engine(target, vocab, make_drafter(target, block, seed), lookup=lookup,
-                           branches=n)
+                           branches=n, plan=plan)
         before = len(adopted)
         got, finals = run(spec_core, prompts, sampling)
-        assert got == plain, f"seed={seed} lookup={lookup} branches={n}"
+        case = f"seed={seed} lookup={lookup} branches={n} plan={plan}"
+        assert got == plain, case
         assert all(f.spec.committed_tokens >= f.spec.verify_steps for f in finals)
-        assert len(adopted) > before, f"no other branch ever won: lookup={lookup} branches={n}"
+        assert len(adopted) > before, f"no other branch ever won: {case}"
     # a sampled row rides in the same batch and is never branched
-    mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=3)
+    mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=3,
+                   plan="planned")
     mixed.add(GenerateRequest("sampled", prompts[0], SamplingParams(max_tokens=16, temperature=0.8,
                                                                     seed=seed, ignore_eos=True)))
     mixed.add(GenerateRequest("greedy", prompts[1], sampling))
@@ -166,7 +171,7 @@ def test_extra_blocks_order_skip_repeats_and_stop_at_the_limits() -> None:
     per-row and per-step limits hold."""
     from types import SimpleNamespace
 
-    from turnspec.engine.local.spec_step import _extra_blocks
+    from turnspec.engine.local.spec_step import _extra_blocks, first_swaps
 
     def seq(greedy: bool = True):
         return SimpleNamespace(request=SimpleNamespace(sampling=SimpleNamespace(greedy=greedy)))
@@ -177,17 +182,18 @@ def test_extra_blocks_order_skip_repeats_and_stop_at_the_limits() -> None:
     firsts = [[2, 3], [2, 3], [9, 3], [2, 3], [2, 3]]
     seqs = [seq(), seq(), seq(), seq(False), seq()]
     spec = [True, True, True, True, True]
-    rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, firsts, 3, 16)
+    swapped = [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
+    rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 16)
     assert list(zip(rows, alts, strict=True)) == [
         (0, [5, 6, 7]), (0, [2, 6, 7]), (0, [3, 6, 7]),   # drafter's own, then swapped firsts
         (1, [2, 6, 7]), (1, [3, 6, 7]),                    # its continuation repeats the chosen
         (2, [8, 8, 8]), (2, [9, 6, 7]), (2, [3, 6, 7]),
     ]                                                      # row 3 sampled, row 4 has no draft
-    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, firsts, 1, 16)
+    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 1, 16)
     assert rows == [0, 1, 2]
-    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, firsts, 3, 4)
+    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 4)
     assert rows == [0, 0, 0, 1]
-    rows, _ = _extra_blocks(seqs, [False] * 5, conts, own, chosen, firsts, 3, 16)
+    rows, _ = _extra_blocks(seqs, [False] * 5, conts, own, chosen, swapped, 3, 16)
     assert rows == []
 
 

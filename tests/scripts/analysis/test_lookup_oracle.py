@@ -44,8 +44,9 @@ def test_pick_takes_the_lookup_the_rule_passed_over_and_counts_the_miss() -> Non
 
 
 def test_replay_scores_the_same_turns_three_ways(smollm2_dir) -> None:
-    """On real held-out tool turns (SmolLM2 and the default drafter): every mode commits the
-    same tokens; the oracle's steps are the ones it tallied; the table names every mode."""
+    """On real held-out tool turns (SmolLM2 and the default drafter): every mode, each branch
+    count under both branch plans, commits the same tokens; the oracle's steps are the ones it
+    tallied (the first plan's); the table names every mode."""
     from turnspec.engine.drafter.folder import load_drafter
     from turnspec.speculator.target import FrozenTarget
 
@@ -54,8 +55,10 @@ def test_replay_scores_the_same_turns_three_ways(smollm2_dir) -> None:
     drafter = load_drafter("default", dtype=torch.float32)
     target = FrozenTarget.from_model_dir(str(smollm2_dir), drafter.config.target_layer_ids,
                                          torch.device("cpu"), torch.float32)
-    out = oracle.oracle_replay(drafter, target, held, 16, branches=(2, 4))
-    modes = ["drafter", "rule", "2 branches", "4 branches"]
+    out = oracle.oracle_replay(drafter, target, held, 16, branches=(2, 4),
+                               plans=("first", "planned"))
+    modes = ["drafter", "rule", "2 branches", "2 branches planned", "4 branches",
+             "4 branches planned"]
     assert out["modes"] == modes
     assert all(out["tokens"][m] == out["tokens"]["rule"] for m in modes)
     assert out["oracle_steps"] == sum(out["steps"]["2 branches"])

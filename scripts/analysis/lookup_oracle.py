@@ -2,7 +2,8 @@
 several branches per step (`turnspec serve --spec-branches N`) reaches, step by step.
 
 usage: python scripts/analysis/lookup_oracle.py SAMPLES [--source independent-voice] [--n 64]
-           [--branches 2] [--drafter default] [--block-size 16] [--device cpu] [--json OUT]
+           [--branches 2] [--plan first,planned] [--drafter default] [--block-size 16]
+           [--device cpu] [--json OUT]
 
 Each verify step, a row verifies either the drafter's block or the prompt-lookup continuation
 of its tokens so far (`engine.local.spec_step.takes_lookup`). This replays `--n` held-out
@@ -12,7 +13,9 @@ turns of one source (as `turnspec speculator eval` does, through `speculator.tau
 - N branches, for each N of --branches: the rule's block and the engine's other candidates
   (`engine.local.spec_step.branch_candidates`: the block the rule passed over, then the
   drafter's block under its next first tokens), each step the one the target accepts
-  furthest: exactly what the engine's multi-branch verify commits.
+  furthest: exactly what the engine's multi-branch verify commits; with `--plan planned` also
+  as `--spec-branch-plan planned` builds them ("N branches planned", with its paired gain over
+  the same count's first-draft swaps).
 Along the steps of the smallest N, the steps where the rule's pick accepts fewer drafts than
 the better of the drafter's block and the lookup continuation (the best any rule choosing
 between the two could do) are counted by the lookup source's match length (`ngram_lookup`)

@@ -10,13 +10,15 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from turnspec.engine.local.branch_plan import BRANCH_PLANS, apply_swaps, plan_swaps
+from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.ngram import ngram_lookup
+from turnspec.engine.local.runner import next_guesses
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import (
     LOOKUP_AGREE,
     branch_candidates,
     first_swaps,
+    planned_swaps,
     takes_lookup,
 )
 
@@ -76,13 +78,7 @@ class BranchPick:
         if self.plan == "first":
             firsts = logits[:, 0].topk(self.branches, dim=-1).indices[:, 1:].tolist()
             return [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
-        top = logits.float().softmax(-1).topk(extra + 1, dim=-1)
-        own_p = top.values[..., 0].tolist()
-        alts = [[list(zip(t, p, strict=True)) for t, p in zip(tr, pr, strict=True)]
-                for tr, pr in zip(top.indices[..., 1:].tolist(), top.values[..., 1:].tolist(),
-                                  strict=True)]
-        return [[apply_swaps(o, sw) for _, sw in plan_swaps(p, a, extra)]
-                for o, p, a in zip(own, own_p, alts, strict=True)]
+        return planned_swaps(own, *next_guesses(logits, extra), extra, [True] * len(own))
 
     def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
                  accepted_of: Callable[[Tensor], Tensor]) -> Tensor:

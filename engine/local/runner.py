@@ -38,6 +38,15 @@ class Drafted:
     guess_probs: torch.Tensor | None = None
 
 
+def next_guesses(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draft logits [b, w, V] -> the probability of each greedy draft [b, w], the k next most
+    likely tokens at every position [b, w, k] and their probabilities [b, w, k]: what the
+    planned branches read (branch_plan.py), in the engine and in the offline replay alike."""
+    top = logits.float().log_softmax(dim=-1).topk(k + 1, dim=-1)
+    p = top.values.exp()
+    return p[..., 0], top.indices[..., 1:], p[..., 1:]
+
+
 class ModelRunner:
     def __init__(self, model: Transformer, num_blocks: int, block_size: int, max_positions: int,
                  device: torch.device, dtype: torch.dtype, drafter=None, context_kv=None) -> None:
@@ -177,11 +186,10 @@ class ModelRunner:
         head = self.draft_head if self.draft_head is not None else self.model.logits
         logits = head(hidden[:, 1:])  # [b, block-1, V]
         top, drafts = logits.max(dim=-1)
-        if alternatives and every_position:  # [b, block-1, k+1]: the draft, then its next guesses
-            log_p = logits.float().log_softmax(dim=-1).topk(alternatives + 1, dim=-1)
-            p = log_p.values.exp()
+        if alternatives and every_position:
+            probs, guesses, guess_probs = next_guesses(logits, alternatives)
             self.forward_seconds += time.perf_counter() - t0
-            return Drafted(drafts, p[..., 0], None, log_p.indices[..., 1:], p[..., 1:])
+            return Drafted(drafts, probs, None, guesses, guess_probs)
         probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
         firsts = logits[:, 0].topk(alternatives + 1, dim=-1).indices[:, 1:] if alternatives else None
         self.forward_seconds += time.perf_counter() - t0

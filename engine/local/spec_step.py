@@ -224,15 +224,17 @@ def planned_swaps(own: list[list[int]], probs: torch.Tensor, guesses: torch.Tens
     picks from the drafter's probability of each draft `probs` [b, w] and its next guesses
     `guesses` [b, w, k] (probabilities `guess_probs`), over the drafts the row verifies; none
     for a row not `wanted` (sampled, or not speculating)."""
-    p, g, q = probs.tolist(), guesses.tolist(), guess_probs.tolist()  # the drafts synced already
+    # the drafts are synced already: one more copy for the probabilities, one for the tokens
+    pq, g = torch.cat([probs.unsqueeze(-1), guess_probs], dim=-1).tolist(), guesses.tolist()
     out: list[list[list[int]]] = []
     for r, row in enumerate(own):
         if not wanted[r]:
             out.append([])
             continue
         w = sum(1 for t in row if t >= 0)
-        alts = [list(zip(g[r][d], q[r][d], strict=True)) for d in range(w)]
-        out.append([apply_swaps(row, sw) for _, sw in plan_swaps(p[r][:w], alts, extra)])
+        alts = [list(zip(g[r][d], pq[r][d][1:], strict=True)) for d in range(w)]
+        out.append([apply_swaps(row, sw) for _, sw in plan_swaps([x[0] for x in pq[r][:w]],
+                                                                  alts, extra)])
     return out
 
 

@@ -55,20 +55,31 @@ def plan_swaps(own_p: Sequence[float], alts: Sequence[Sequence[tuple[int, float]
         raise ValueError(f"plan_swaps: {len(alts)} positions of alternatives for {w} drafts; "
                          "expected one list per draft")
     tail = _tail(own_p)
-    # heap of (-gain, tiebreak, swaps, prefix probability up to the last swap inclusive)
-    heap: list[tuple[float, int, tuple[tuple[int, int], ...], float]] = []
+    # heap of (-gain, tiebreak, swaps, prefix probability before the last swap, the last swap's
+    # guess rank). A position's guesses come most likely first, so a swap's gain never exceeds
+    # its better sibling's: only the best guess of each position enters the heap, and the next
+    # one when its sibling leaves it (the same plan as pushing every guess, at a fraction of
+    # the heap work with many guesses a position).
+    heap: list[tuple[float, int, tuple[tuple[int, int], ...], float, int]] = []
     count = 0
 
-    def push_children(swaps: tuple[tuple[int, int], ...], start: int, reach: float) -> None:
-        """Every single further swap at positions >= start of a branch whose prefix before
-        `start` holds with probability `reach`."""
+    def push(swaps: tuple[tuple[int, int], ...], d: int, rank: int, reach: float) -> None:
+        """The branch `swaps` plus a swap of position d for its guess of rank `rank`, where the
+        prefix before d holds with probability `reach`."""
         nonlocal count
+        if rank >= len(alts[d]):
+            return
+        token, q = alts[d][rank]
+        gain = reach * q * (1.0 + tail[d + 1])
+        if gain > 0.0:
+            heapq.heappush(heap, (-gain, count, (*swaps, (d, token)), reach, rank))
+            count += 1
+
+    def push_children(swaps: tuple[tuple[int, int], ...], start: int, reach: float) -> None:
+        """The best single further swap at each position >= start of a branch whose prefix
+        before `start` holds with probability `reach`."""
         for d in range(start, w):
-            for token, q in alts[d]:
-                gain = reach * q * (1.0 + tail[d + 1])
-                if gain > 0.0:
-                    heapq.heappush(heap, (-gain, count, (*swaps, (d, token)), reach * q))
-                    count += 1
+            push(swaps, d, 0, reach)
             reach *= own_p[d]
             if reach <= 0.0:
                 break
@@ -76,9 +87,11 @@ def plan_swaps(own_p: Sequence[float], alts: Sequence[Sequence[tuple[int, float]
     push_children((), 0, 1.0)
     out: list[tuple[float, tuple[tuple[int, int], ...]]] = []
     while heap and len(out) < n:
-        neg, _, swaps, reach = heapq.heappop(heap)
+        neg, _, swaps, reach, rank = heapq.heappop(heap)
         out.append((-neg, swaps))
-        push_children(swaps, swaps[-1][0] + 1, reach)
+        d, q = swaps[-1][0], alts[swaps[-1][0]][rank][1]
+        push(swaps[:-1], d, rank + 1, reach)           # its next sibling
+        push_children(swaps, d + 1, reach * q)          # and the swaps that follow it
     return out
 
 

@@ -104,3 +104,52 @@ def test_positions_past_the_verified_drafts_and_bad_input() -> None:
         plan_swaps(own_p, alts[:1], 2)
     with pytest.raises(ValueError, match="expected 0 or more"):
         plan_swaps(own_p, alts, -1)
+
+
+def eager_plan(own_p: list[float], alts: list[list[tuple[int, float]]],
+               n: int) -> list[tuple[float, tuple[tuple[int, int], ...]]]:
+    """The plan with every guess of every position pushed at once: what plan_swaps' lazy
+    siblings must reproduce."""
+    w = len(own_p)
+    tail = [0.0] * (w + 1)
+    for d in range(w - 1, -1, -1):
+        tail[d] = own_p[d] * (1.0 + tail[d + 1])
+    frontier = []
+
+    def children(swaps, start, reach):
+        for d in range(start, w):
+            for token, q in alts[d]:
+                frontier.append((reach * q * (1.0 + tail[d + 1]), (*swaps, (d, token)), reach * q))
+            reach *= own_p[d]
+
+    children((), 0, 1.0)
+    out = []
+    while frontier and len(out) < n:
+        best = max(frontier, key=lambda f: f[0])
+        frontier.remove(best)
+        out.append((best[0], best[1]))
+        children(best[1], best[1][-1][0] + 1, best[2])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lazy_siblings_plan_what_pushing_every_guess_plans(seed: int) -> None:
+    """Random drafter rows (15 drafts, 1..7 guesses a position, most likely first): the same
+    gains, and the same branches wherever the gains differ."""
+    import random
+
+    rng = random.Random(seed)
+    k = rng.randint(1, 7)
+    own_p, alts = [], []
+    for d in range(15):
+        mass = sorted((rng.random() ** 2 for _ in range(k + 1)), reverse=True)
+        scale = rng.uniform(0.3, 1.0) / sum(mass)
+        own_p.append(mass[0] * scale)
+        alts.append([(100 * d + j, m * scale) for j, m in enumerate(mass[1:])])
+    n = rng.randint(1, 15)
+    lazy, eager = plan_swaps(own_p, alts, n), eager_plan(own_p, alts, n)
+    assert [g for g, _ in lazy] == pytest.approx([g for g, _ in eager], rel=1e-12)
+    gains = [g for g, _ in eager]
+    for (g, sw), (_, esw) in zip(lazy, eager, strict=True):
+        if gains.count(g) == 1:
+            assert sw == esw

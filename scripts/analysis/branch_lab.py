@@ -1,0 +1,237 @@
+"""Replay verify-branch plans in milliseconds: the drafter's outputs at every position of a split,
+computed once, then any plan's greedy steps walked on the host.
+
+usage: python scripts/analysis/branch_lab.py dump SAMPLES OUT.pt [--source independent-generic]
+           [--n 120] [--drafter default] [--block-size 16] [--device cpu] [--guesses 7]
+       python scripts/analysis/branch_lab.py sim OUT.pt [--branches 1,3,5,8]
+           [--plan first,planned] [--json OUT]
+
+A DFlash drafter's block at an anchor depends only on the tokens up to it, so one drafter pass
+per position (`replay_steps` with a pick that accepts nothing, so each step moves one token)
+gives every block any plan could verify there: the greedy drafts, their probabilities and the
+drafter's next guesses at every draft position (`runner.next_guesses`). `sim` then walks each
+turn as the engine would (`lookup_oracle.py` does the same with a drafter pass per step): the
+lookup rule's block (`tau_lookup.with_lookup`'s `takes_lookup`), the other candidates
+(`spec_step.branch_candidates`, the swaps of `spec_step.first_swaps` or `branch_plan.plan_swaps`),
+the furthest accepted committed. Its τ equals lookup_oracle.py's on the same turns; the test
+tests/scripts/analysis/test_branch_lab.py holds it to that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from turnspec.engine.drafter.model import DFlashDrafter
+from turnspec.engine.local.branch_plan import apply_swaps, plan_swaps
+from turnspec.engine.local.ngram import ngram_lookup
+from turnspec.engine.local.runner import next_guesses
+from turnspec.engine.local.spec_step import LOOKUP_AGREE, branch_candidates, takes_lookup
+from turnspec.speculator.data import Sample
+from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
+from turnspec.speculator.target import FrozenTarget
+from turnspec.speculator.tau import (
+    format_interval,
+    replay_context,
+    replay_order,
+    replay_steps,
+    tau_difference_interval,
+    tau_interval,
+)
+from turnspec.speculator.tau_lookup import LOOKUP_BELOW
+
+# A plan: (own drafts, their probabilities, next guesses [w][k] as (token, probability), extra
+# branches) -> the drafter's swapped blocks, best first
+Plan = Callable[[list[int], list[float], list[list[tuple[int, float]]], int], list[list[int]]]
+
+
+def first_plan(own: list[int], p: list[float], alts: list[list[tuple[int, float]]],
+               extra: int) -> list[list[int]]:
+    """The engine's "first": the drafter's next most likely first tokens (first_swaps)."""
+    return [[t] + own[1:] for t, _ in alts[0][:extra]]
+
+
+def planned_plan(own: list[int], p: list[float], alts: list[list[tuple[int, float]]],
+                 extra: int) -> list[list[int]]:
+    """The engine's "planned": branch_plan.py's best-first tree (spec_step.planned_swaps)."""
+    return [apply_swaps(own, sw) for _, sw in plan_swaps(p, alts, extra)]
+
+
+PLANS: dict[str, Plan] = {"first": first_plan, "planned": planned_plan}
+
+
+@dataclass(slots=True)
+class Turn:
+    """One replayed turn: its tokens, first anchor and last position, and per anchor (from
+    `start` to `end - 1`) the drafter's block, its probabilities, its expected accepted drafts
+    (with_lookup's) and its next guesses with their probabilities."""
+    ids: list[int]
+    start: int
+    end: int
+    drafts: list[list[int]]
+    probs: list[list[float]]
+    expected: list[float]
+    guesses: list[list[list[int]]]
+    guess_probs: list[list[list[float]]]
+
+
+class _Recorder:
+    """`replay_steps`' pick that records every anchor's drafter outputs and accepts nothing (so
+    the replay visits every position)."""
+
+    def __init__(self, k: int) -> None:
+        self.k, self.rows = k, []
+
+    def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
+                 accepted_of) -> Tensor:
+        p, g, gp = next_guesses(logits, self.k)
+        expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1)  # as with_lookup
+        self.rows.append((active.tolist(), drafts.tolist(), p.tolist(),
+                          expected.tolist(), g.tolist(), gp.tolist()))
+        return torch.full_like(drafts, -1)
+
+
+@torch.no_grad()
+def record_turns(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample], blk: int,
+                 guesses: int, progress: bool = False) -> list[Turn]:
+    """The drafter's outputs at every anchor of each turn (in `replay_order`)."""
+    drafter.eval()
+    seqs, out = replay_order(samples, 2048), []
+    batch = 128 if target.device.type == "cuda" else 16
+    for i in range(0, len(seqs), batch):
+        part = seqs[i : i + batch]
+        ctx = replay_context(drafter, target, part, 2048, blk)
+        rec = _Recorder(guesses)
+        for _ in replay_steps(drafter, target, part, blk, 2048, ctx, pick=rec):
+            pass
+        ids = ctx.ids.tolist()
+        for r in range(len(part)):
+            start, end = int(ctx.start[r]), int(ctx.end[r])
+            t = Turn(ids[r][: end + 1], start, end, [], [], [], [], [])
+            for live, d, p, e, g, gp in rec.rows:
+                if live[r]:
+                    t.drafts.append(d[r])
+                    t.probs.append(p[r])
+                    t.expected.append(e[r])
+                    t.guesses.append(g[r])
+                    t.guess_probs.append(gp[r])
+            if len(t.drafts) != end - start:
+                raise RuntimeError(f"turn {i + r}: {len(t.drafts)} anchors recorded for "
+                                   f"{end - start} positions; expected one per position")
+            out.append(t)
+        if progress:
+            print(f"{min(i + batch, len(seqs))}/{len(seqs)} turns", flush=True)
+    return out
+
+
+def dump(args: argparse.Namespace) -> None:
+    samples, drafter, target = replay_inputs(args)
+    turns = record_turns(drafter, target, samples, args.block_size, args.guesses, progress=True)
+    torch.save({"turns": [asdict(t) for t in turns], "source": args.source,
+                "samples": str(args.samples), "block_size": args.block_size,
+                "drafter": args.drafter, "guesses": args.guesses}, args.out)
+    print(f"wrote {args.out}: {len(turns)} turns, {sum(t.end - t.start for t in turns)} anchors")
+
+
+def load_turns(path: Path) -> tuple[list[Turn], dict]:
+    blob = torch.load(path, weights_only=False)
+    return [Turn(**t) for t in blob.pop("turns")], blob
+
+
+def accepted(block: list[int], truth: list[int]) -> int:
+    n = 0
+    for d, t in zip(block, truth, strict=False):  # truth is cut at the turn's end
+        if d != t:
+            break
+        n += 1
+    return n
+
+
+def walk(turn: Turn, branches: int, plan: Plan) -> tuple[int, int]:
+    """(tokens, steps) of one turn verified as the engine does with `branches` verify branches
+    (the lookup rule on) and `plan` for the drafter's swapped blocks."""
+    a, tokens, steps = turn.start, 0, 0
+    width = len(turn.drafts[0])
+    while a < turn.end:
+        i = a - turn.start
+        own = turn.drafts[i]
+        cont, match = ngram_lookup(turn.ids[: a + 1], width)
+        chosen = own
+        if takes_lookup(cont, own[:LOOKUP_AGREE], width, turn.expected[i], LOOKUP_BELOW, match):
+            chosen = cont + [-1] * (width - len(cont))
+        truth = turn.ids[a + 1 : a + 1 + width]
+        best = accepted(chosen, truth)
+        if branches > 1:
+            extra = branches - 1  # the engine keeps this many next guesses a position
+            alts = [list(zip(g[:extra], q[:extra], strict=True))
+                    for g, q in zip(turn.guesses[i], turn.guess_probs[i], strict=True)]
+            swapped = plan(own, turn.probs[i], alts, extra)
+            for cand in branch_candidates(chosen, own, cont, swapped, branches - 1):
+                best = max(best, accepted(cand, truth))
+        produced = max(1, min(best + 1, turn.end - a))
+        tokens, steps, a = tokens + produced, steps + 1, a + produced
+    return tokens, steps
+
+
+def simulate(turns: list[Turn], branches: int, plan: Plan) -> tuple[list[int], list[int]]:
+    runs = [walk(t, branches, plan) for t in turns]
+    return [r[0] for r in runs], [r[1] for r in runs]
+
+
+def sim(args: argparse.Namespace) -> None:
+    turns, meta = load_turns(args.dump)
+    print(f"{args.dump}: {len(turns)} turns of {meta['source']}, block {meta['block_size']}")
+    counts = [int(n) for n in args.branches.split(",")]
+    plans = args.plan.split(",")
+    unknown = set(plans) - set(PLANS)
+    if unknown:
+        raise SystemExit(f"--plan: unknown {sorted(unknown)}; expected of {sorted(PLANS)}")
+    results, base = {}, None
+    print(f"{'mode':22s} {'tau':>6s} {'90% CI':>12s} {'vs first':>9s} {'gain CI':>14s}")
+    for n in counts:
+        first = None
+        for name in (plans if n > 1 else plans[:1]):
+            tok, st = simulate(turns, n, PLANS[name])
+            base = base or tok
+            if tok != base:
+                raise RuntimeError(f"{n} {name}: other tokens than the first mode's")
+            tau = sum(tok) / sum(st)
+            mode = f"{n} branches {name}" if n > 1 else "rule"
+            line = f"{mode:22s} {tau:6.3f} {format_interval(tau_interval(tok, st)):>12s}"
+            results[mode] = {"tau": tau, "ci90": list(tau_interval(tok, st)), "steps": sum(st)}
+            if first is None:
+                first = st
+            else:
+                d = tau - sum(tok) / sum(first)
+                ci = tau_difference_interval(tok, first, st)
+                line += f" {d:+9.3f} {format_interval(ci):>14s}"
+                results[mode].update(gain_over_first=d, gain_ci90=list(ci))
+            print(line, flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({**meta, "turns": len(turns), **results}, indent=2) + "\n")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump", help="the drafter's outputs at every anchor of a split")
+    add_replay_arguments(d, source="independent-generic", n=120)
+    d.add_argument("out", type=Path)
+    d.add_argument("--guesses", type=int, default=7, help="next guesses kept per position")
+    s = sub.add_parser("sim", help="walk the dumped turns under verify-branch plans")
+    s.add_argument("dump", type=Path)
+    s.add_argument("--branches", default="1,3,5,8")
+    s.add_argument("--plan", default="first,planned")
+    s.add_argument("--json", type=Path, default=None)
+    args = p.parse_args()
+    dump(args) if args.cmd == "dump" else sim(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -35,7 +35,8 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="blocks each greedy row verifies in one pass, keeping the one accepted "
                         "furthest: 2 adds the block the lookup rule passed over (drafter's or "
                         "lookup), more add the drafter's block under its next most likely "
-                        "first tokens (default: 3 on CUDA with a speculator, 1 on CPU)")
+                        "first tokens; 1..16, each one more verify row (default: 3 on CUDA "
+                        "with a speculator, 1 on CPU)")
     g.add_argument("--spec-branch-plan", choices=BRANCH_PLANS, default="first",
                    help="which drafts the drafter's extra branches swap: first, its first draft "
                         "for its next most likely first tokens; planned, the swaps that add the "

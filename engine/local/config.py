@@ -10,7 +10,7 @@ from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
-MAX_SPEC_BRANCHES = 8  # verify branches per greedy row (branch.py)
+MAX_SPEC_BRANCHES = 16  # verify branches per greedy row (branch.py)
 CUDA_SPEC_BRANCHES = 3  # the default on CUDA (spec_branches)
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,

@@ -41,8 +41,9 @@ class Drafted:
 def next_guesses(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Draft logits [b, w, V] -> the probability of each greedy draft [b, w], the k next most
     likely tokens at every position [b, w, k] and their probabilities [b, w, k]: what the
-    planned branches read (branch_plan.py), in the engine and in the offline replay alike."""
-    top = logits.float().log_softmax(dim=-1).topk(k + 1, dim=-1)
+    planned branches read (branch_plan.py), in the engine and in the offline replay alike. A
+    vocabulary smaller than k + 1 gives every other token."""
+    top = logits.float().log_softmax(dim=-1).topk(min(k + 1, logits.shape[-1]), dim=-1)
     p = top.values.exp()
     return p[..., 0], top.indices[..., 1:], p[..., 1:]
 
@@ -191,6 +192,7 @@ class ModelRunner:
             self.forward_seconds += time.perf_counter() - t0
             return Drafted(drafts, probs, None, guesses, guess_probs)
         probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
-        firsts = logits[:, 0].topk(alternatives + 1, dim=-1).indices[:, 1:] if alternatives else None
+        firsts = (logits[:, 0].topk(min(alternatives + 1, logits.shape[-1]), dim=-1).indices[:, 1:]
+                  if alternatives else None)
         self.forward_seconds += time.perf_counter() - t0
         return Drafted(drafts, probs, firsts)

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
+from turnspec.engine.local.config import MAX_SPEC_BRANCHES
 from turnspec.engine.local.spec_step import LOOKUP_MATCH
 from turnspec.speculator.data import Sample
 from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
@@ -171,7 +172,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_replay_arguments(p, source="independent-voice", n=64)
     p.add_argument("--branches", default="2",
-                   help="verify branch counts to replay, comma-separated, each 2..8 (default: 2)")
+                   help="verify branch counts to replay, comma-separated, each 2..MAX_SPEC_BRANCHES "
+                        "(16; default: 2)")
     p.add_argument("--plan", default="first",
                    help="branch plans to replay, comma-separated (first, planned; default: first)")
     args = p.parse_args()
@@ -181,8 +183,9 @@ def main() -> None:
     turns, drafter, target = replay_inputs(args)
     dev = target.device
     branches = tuple(int(n) for n in args.branches.split(","))
-    if not all(2 <= n <= 8 for n in branches):
-        raise SystemExit(f"--branches {args.branches}: expected counts 2..8, comma-separated")
+    if not all(2 <= n <= MAX_SPEC_BRANCHES for n in branches):
+        raise SystemExit(f"--branches {args.branches}: expected counts 2..{MAX_SPEC_BRANCHES}, "
+                         "comma-separated")
     out = oracle_replay(drafter, target, turns, args.block_size,
                         batch_size=128 if dev.type == "cuda" else 16, branches=branches,
                         plans=plans)

@@ -56,7 +56,7 @@ def test_bench_spec_times_branch_counts(smollm2_dir: Path, tmp_path: Path, capsy
     rc = main(["bench", "spec", "--model", str(smollm2_dir), "--branches", "1,two",
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2
-    assert "--branches '1,two': expected integers 1..8" in capsys.readouterr().err
+    assert "--branches '1,two': expected integers 1..16" in capsys.readouterr().err
 
 
 def test_bench_spec_times_a_peer_drafter_beside_the_main_one(smollm2_dir: Path, tmp_path: Path,

@@ -88,9 +88,9 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert set(planned) == {"generic-heldout", "tools-heldout",
                             "generic-heldout+lookup+3br+planned", "tools-heldout+lookup+3br+planned"}
     assert all(1.0 <= t <= 3.0 for t in planned.values())
-    with pytest.raises(ValueError, match="branches=9: expected 1..8"):
+    with pytest.raises(ValueError, match="branches=17: expected 1..16"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
-             str(run / "drafter"), "--device", "cpu", "--lookup", "--branches", "9")
+             str(run / "drafter"), "--device", "cpu", "--lookup", "--branches", "17")
     with pytest.raises(ValueError, match="branches=3: expected lookup too"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
              str(run / "drafter"), "--device", "cpu", "--branches", "3")

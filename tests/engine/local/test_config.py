@@ -27,9 +27,9 @@ def test_cpu_gemm_takes_auto_or_a_backend() -> None:
     ({"threads": 0}, "threads: expected a positive integer or None (torch's default), got 0"),
     ({"spec_lookup": None}, "spec_lookup: expected True or False, got None"),
     ({"spec_lookup": "on"}, "spec_lookup: expected True or False, got 'on'"),
-    ({"spec_branches": 0}, "spec_branches: expected an integer 1..8, got 0"),
-    ({"spec_branches": 9}, "spec_branches: expected an integer 1..8, got 9"),
-    ({"spec_branches": True}, "spec_branches: expected an integer 1..8, got True"),
+    ({"spec_branches": 0}, "spec_branches: expected an integer 1..16, got 0"),
+    ({"spec_branches": 17}, "spec_branches: expected an integer 1..16, got 17"),
+    ({"spec_branches": True}, "spec_branches: expected an integer 1..16, got True"),
 ])
 def test_bad_knobs_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

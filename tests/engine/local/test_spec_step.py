@@ -126,7 +126,9 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
     monkeypatch.setattr(Branches, "adopt", counting_adopt)
     for lookup, block, n, plan in ((True, 8, 2, "first"), (False, 16, 2, "first"),
                                    (True, 8, 4, "first"), (False, 16, 5, "first"),
-                                   (True, 8, 3, "planned"), (False, 16, 4, "planned")):
+                                   (True, 8, 3, "planned"), (False, 16, 4, "planned"),
+                                   # more branches than the toy vocabulary has other tokens
+                                   (True, 16, 16, "planned"), (True, 8, 16, "first")):
         spec_core = engine(target, vocab, make_drafter(target, block, seed), lookup=lookup,
                            branches=n, plan=plan)
         before = len(adopted)

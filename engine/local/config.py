@@ -53,6 +53,12 @@ class LocalEngineConfig:
     # for its next most likely first tokens; "planned" the swaps that add the most expected
     # accepted drafts, by the drafter's probabilities at every position
     spec_branch_plan: str = "first"
+    # extra verify rows the branches may add to one step, over the whole batch (spec_step.py
+    # hands them out by rank: every greedy row's first extra branch, then every row's second...).
+    # None: every greedy row verifies all its branches, max_batch * (branches - 1) rows at most.
+    # A cap keeps a wide tree cheap under load: one stream gets all its branches, a full batch
+    # a few each
+    spec_branch_rows: int | None = None
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -93,6 +99,11 @@ class LocalEngineConfig:
                 or not 1 <= self.spec_branches <= MAX_SPEC_BRANCHES):
             raise ValueError(f"spec_branches: expected an integer 1..{MAX_SPEC_BRANCHES}, got "
                              f"{self.spec_branches!r}")
+        if self.spec_branch_rows is not None and (
+                not isinstance(self.spec_branch_rows, int) or isinstance(self.spec_branch_rows, bool)
+                or self.spec_branch_rows < 1):
+            raise ValueError(f"spec_branch_rows: expected a positive integer or None (every "
+                             f"branch of every greedy row), got {self.spec_branch_rows!r}")
         if self.spec_branch_plan not in BRANCH_PLANS:
             raise ValueError(f"spec_branch_plan: expected one of {BRANCH_PLANS}, got "
                              f"{self.spec_branch_plan!r}")
@@ -107,6 +118,12 @@ class LocalEngineConfig:
         if self.spec_branches is not None:
             return self.spec_branches
         return CUDA_SPEC_BRANCHES if has_drafter and not on_cpu else 1
+
+    def branch_rows(self, branches: int) -> int:
+        """Shadow verify rows a step may add for `branches` verify branches a greedy row:
+        spec_branch_rows, at most what the batch could use."""
+        rows = self.max_batch * (branches - 1)
+        return rows if self.spec_branch_rows is None else min(rows, self.spec_branch_rows)
 
     @property
     def torch_dtype(self) -> torch.dtype:

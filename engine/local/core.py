@@ -125,7 +125,7 @@ class EngineCore:
         nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
         scratch = 0  # KV blocks past the block manager's range: extra verify branches (branch.py)
         self.spec_branches = cfg.branches_for(on_cpu, self.drafter is not None)
-        shadow_rows = cfg.max_batch * (self.spec_branches - 1)
+        shadow_rows = cfg.branch_rows(self.spec_branches)
         if shadow_rows:
             if self.drafter is None:
                 raise ValueError(f"spec_branches={self.spec_branches}: expected a speculator "

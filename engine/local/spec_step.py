@@ -95,7 +95,9 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
     swapped = policy.lookup and _lookup(conts, expected, lead, drafts_host, policy.lookup_below)
     if planned:  # the drafter's block with the swaps that add the most expected drafts
         wanted = [on and s.request.sampling.greedy for s, on in zip(seqs, spec_rows, strict=True)]
-        swaps = planned_swaps(own, drafted.probs, drafted.guesses, drafted.guess_probs, extra,
+        # a row gets at most its share of the step's extra rows (_extra_blocks): plan no more
+        share = min(extra, -(-branches.max_rows // max(sum(wanted), 1)))
+        swaps = planned_swaps(own, drafted.probs, drafted.guesses, drafted.guess_probs, share,
                               wanted)
     else:
         swaps = [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)] if firsts else []
@@ -176,16 +178,18 @@ def _extra_blocks(seqs: list[Sequence], spec_rows: list[bool],
                   conts: list[tuple[list[int], int] | None], own: list[list[int]],
                   chosen: list[list[int]], swapped: list[list[list[int]]], extra: int,
                   max_rows: int) -> tuple[list[int], list[list[int]]]:
-    """`branch_candidates` of each greedy speculating row, at most `max_rows` in all: (rows,
-    blocks), a row index per extra block."""
+    """`branch_candidates` of each greedy speculating row, at most `max_rows` in all, handed
+    out by rank (every row's first, then every row's second...): (rows, blocks), a row index
+    per extra block."""
+    per_row = {r: branch_candidates(chosen[r], own[r], conts[r][0],
+                                    swapped[r] if swapped else [], extra)
+               for r, seq in enumerate(seqs) if spec_rows[r] and seq.request.sampling.greedy}
     rows, alts = [], []
-    for r, seq in enumerate(seqs):
-        if not spec_rows[r] or not seq.request.sampling.greedy:
-            continue
-        for cand in branch_candidates(chosen[r], own[r], conts[r][0],
-                                      swapped[r] if swapped else [], extra)[: max_rows - len(rows)]:
-            rows.append(r)
-            alts.append(cand)
+    for rank in range(extra):
+        for r, cands in per_row.items():
+            if rank < len(cands) and len(rows) < max_rows:
+                rows.append(r)
+                alts.append(cands[rank])
     return rows, alts
 
 

@@ -30,6 +30,8 @@ def test_cpu_gemm_takes_auto_or_a_backend() -> None:
     ({"spec_branches": 0}, "spec_branches: expected an integer 1..16, got 0"),
     ({"spec_branches": 17}, "spec_branches: expected an integer 1..16, got 17"),
     ({"spec_branches": True}, "spec_branches: expected an integer 1..16, got True"),
+    ({"spec_branch_rows": 0}, "spec_branch_rows: expected a positive integer or None"),
+    ({"spec_branch_rows": True}, "spec_branch_rows: expected a positive integer or None"),
 ])
 def test_bad_knobs_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -59,3 +61,10 @@ def test_verify_branches_default_to_three_on_cuda_with_a_drafter_only() -> None:
     assert cfg.branches_for(on_cpu=True, has_drafter=True) == 1
     assert cfg.branches_for(on_cpu=False, has_drafter=False) == 1
     assert LocalEngineConfig(model_dir="m", spec_branches=2).branches_for(True, True) == 2
+
+
+def test_branch_rows_cap_what_the_batch_could_use() -> None:
+    cfg = LocalEngineConfig(model_dir="m", max_batch=4)
+    assert cfg.branch_rows(3) == 8  # every greedy row all its branches
+    assert LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=5).branch_rows(3) == 5
+    assert LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=50).branch_rows(3) == 8

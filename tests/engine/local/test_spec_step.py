@@ -33,14 +33,15 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
            min_confidence: float = 0.0, lookup: bool = False, branches: int = 1,
-           plan: str = "first") -> EngineCore:
+           plan: str = "first", branch_rows: int | None = None) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
     # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
     cfg = LocalEngineConfig(model_dir=str(path), dtype=dtype, block_size=4, kv_memory_gb=0.05,
                             max_batch=max_batch, spec_policy="always",
                             spec_min_confidence=min_confidence, spec_lookup=lookup,
-                            spec_branches=branches, spec_branch_plan=plan)
+                            spec_branches=branches, spec_branch_plan=plan,
+                            spec_branch_rows=branch_rows)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -137,6 +138,22 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
         assert got == plain, case
         assert all(f.spec.committed_tokens >= f.spec.verify_steps for f in finals)
         assert len(adopted) > before, f"no other branch ever won: {case}"
+    # a step's budget of extra rows (--spec-branch-rows): shared out, output unchanged
+    shadow_rows: list[int] = []
+    real_shadows = Branches.shadows
+
+    def counting_shadows(self, seqs, block):
+        shadow_rows.append(len(seqs))
+        return real_shadows(self, seqs, block)
+
+    monkeypatch.setattr(Branches, "shadows", counting_shadows)
+    capped = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=8,
+                    plan="planned", branch_rows=3)
+    assert capped.branches.max_rows == 3 and len(capped.branches.pool) == 3 * capped.branches.per_row
+    got, _ = run(capped, prompts, sampling)
+    assert got == plain, f"seed={seed} branch_rows=3"
+    assert shadow_rows and max(shadow_rows) == 3
+    monkeypatch.setattr(Branches, "shadows", real_shadows)
     # a sampled row rides in the same batch and is never branched
     mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=3,
                    plan="planned")
@@ -170,7 +187,8 @@ def test_extra_blocks_order_skip_repeats_and_stop_at_the_limits() -> None:
     """The other block of the lookup choice comes first, then the drafter's block under its next
     first tokens; repeats of a block already verified are skipped, sampled and non-speculating
     rows get none, a confidence cut with no draft left gets no swapped first token, and the
-    per-row and per-step limits hold."""
+    per-row and per-step limits hold, the step's rows handed out by rank (every row's first
+    extra block before any row's second)."""
     from types import SimpleNamespace
 
     from turnspec.engine.local.spec_step import _extra_blocks, first_swaps
@@ -186,15 +204,17 @@ def test_extra_blocks_order_skip_repeats_and_stop_at_the_limits() -> None:
     spec = [True, True, True, True, True]
     swapped = [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
     rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 16)
-    assert list(zip(rows, alts, strict=True)) == [
-        (0, [5, 6, 7]), (0, [2, 6, 7]), (0, [3, 6, 7]),   # drafter's own, then swapped firsts
-        (1, [2, 6, 7]), (1, [3, 6, 7]),                    # its continuation repeats the chosen
-        (2, [8, 8, 8]), (2, [9, 6, 7]), (2, [3, 6, 7]),
-    ]                                                      # row 3 sampled, row 4 has no draft
+    by_row = {r: [a for rr, a in zip(rows, alts, strict=True) if rr == r] for r in set(rows)}
+    assert by_row == {
+        0: [[5, 6, 7], [2, 6, 7], [3, 6, 7]],   # drafter's own, then swapped firsts
+        1: [[2, 6, 7], [3, 6, 7]],              # its continuation repeats the chosen
+        2: [[8, 8, 8], [9, 6, 7], [3, 6, 7]],
+    }                                           # row 3 sampled, row 4 has no draft
+    assert rows == [0, 1, 2, 0, 1, 2, 0, 2]     # handed out by rank: every row's first first
     rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 1, 16)
     assert rows == [0, 1, 2]
-    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 4)
-    assert rows == [0, 0, 0, 1]
+    rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 4)
+    assert rows == [0, 1, 2, 0] and alts[3] == [2, 6, 7]  # the step's limit: row 0's second
     rows, _ = _extra_blocks(seqs, [False] * 5, conts, own, chosen, swapped, 3, 16)
     assert rows == []
 

@@ -189,6 +189,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --branches: which drafts the drafter's extra blocks swap, as "
                         "`serve --spec-branch-plan` (split NAME+lookup+Nbr+planned for planned; "
                         "default: %(default)s)")
+    e.add_argument("--datastore", type=Path, default=None, metavar="PATH",
+                   help="with --branches: the last branch drafts from the target's earlier answers "
+                        "in PATH, as `serve --spec-datastore PATH` (split NAME+lookup+Nbr+ds)")
     e.add_argument("--max-len", type=int, default=2048)
     e.add_argument("--device", default="auto")
     e.add_argument("--with-train", action="store_true", help="also a sample of the train split")
@@ -292,7 +295,8 @@ def run_eval(args: argparse.Namespace) -> int:
             args.data, drafter=args.drafter, model_dir=resolve_model_dir(args.model),
             block_sizes=args.block_size, samples=args.samples, max_len=args.max_len,
             device=args.device, with_train=args.with_train, json_out=args.json,
-            lookup=args.lookup, branches=args.branches, plan=args.branch_plan), strict=False):
+            lookup=args.lookup, branches=args.branches, plan=args.branch_plan,
+            datastore=args.datastore), strict=False):
         print(f"{path}: tau per split, 90% interval over turns\n{tau_table(outs)}",
               file=sys.stderr)
         for out in outs:

@@ -77,7 +77,7 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                   block_sizes: Sequence[int] | None, samples: int, max_len: int, device: str,
                   with_train: bool, json_out: list[Path] | None,
                   lookup: bool = False, branches: int = 1,
-                  plan: str = "first") -> Iterator[list[dict]]:
+                  plan: str = "first", datastore: Path | None = None) -> Iterator[list[dict]]:
     """Score each set's held-out splits (and a train sample with `with_train`) at each block
     size (None: the drafter's trained one); yields each set's results, one dict per block size
     ({"block_size", "tau": {split: tau}, "eval": {split: TauResult dict}}), as soon as the set
@@ -86,9 +86,11 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     block sizes (`evaluate_tau_runs`). `lookup`: each split is scored a second time with
     prompt lookup, as split "NAME+lookup", from the same target pass; with `branches` > 1 as
     the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3), or
-    "NAME+lookup+3br+planned" with `plan` "planned" (`--spec-branch-plan`)."""
+    "NAME+lookup+3br+planned" with `plan` "planned" (`--spec-branch-plan`), and "+ds" with a
+    `datastore` (`--spec-datastore`: the last branch drafts from the target's earlier answers)."""
     from turnspec.engine.local.branch_plan import BRANCH_PLANS
     from turnspec.engine.local.config import MAX_SPEC_BRANCHES
+    from turnspec.engine.local.datastore import TokenDatastore
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.tau import evaluate_tau_runs
     from turnspec.speculator.train_io import RunLog, eval_splits
@@ -98,6 +100,9 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                          "serves (--spec-branches)")
     if plan not in BRANCH_PLANS:
         raise ValueError(f"plan={plan!r}: expected one of {BRANCH_PLANS}")
+    if datastore is not None and branches < 2:
+        raise ValueError(f"datastore: its block rides as a verify branch; expected branches >= 2, "
+                         f"got {branches}")
     if branches > 1 and not lookup:
         raise ValueError(f"branches={branches}: expected lookup too (the engine's verify "
                          "branches ride on its lookup rule)")
@@ -114,6 +119,7 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                              "held-out samples (datagen's held-out conversations, or "
                              "--eval-set), or pass --with-train")
         sets.append(splits)
+    store = TokenDatastore.from_path(datastore) if datastore is not None else None
     model, target = load_for_replay(drafter, model_dir, device)
     dev = target.device
     blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
@@ -126,8 +132,9 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
             t = time.perf_counter()
             for (b, lk), r in evaluate_tau_runs(model, target, seqs, blocks, lookups,
                                                 batch_size=batch, max_len=max_len,
-                                                branches=branches, plan=plan).items():
-                label = f"{name}+lookup{branch_suffix(branches, plan)}" if lk else name
+                                                branches=branches, plan=plan,
+                                                datastore=store).items():
+                label = f"{name}+lookup{branch_suffix(branches, plan, store is not None)}" if lk else name
                 results[b][label] = r.to_dict()
                 log(f"tau[{label}, B={b}] = {r.tau:.3f} (90% CI {format_interval(r.ci90)}) "
                     f"over {r.steps} steps, {r.samples} samples")
@@ -143,12 +150,13 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
         yield outs
 
 
-def branch_suffix(branches: int, plan: str) -> str:
+def branch_suffix(branches: int, plan: str, datastore: bool = False) -> str:
     """A split label's tail for the verify branches it was scored with: "" for one, "+3br" for
-    three planned "first" (the engine's default), "+3br+planned" for three planned."""
+    three planned "first" (the engine's default), "+3br+planned" for three planned, then "+ds"
+    with a datastore branch."""
     if branches < 2:
         return ""
-    return f"+{branches}br" + ("" if plan == "first" else f"+{plan}")
+    return f"+{branches}br" + ("" if plan == "first" else f"+{plan}") + ("+ds" if datastore else "")
 
 
 def tau_table(outs: list[dict]) -> str:

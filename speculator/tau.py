@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
+from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
 from turnspec.speculator.target import FrozenTarget
@@ -86,10 +87,11 @@ def evaluate_tau_blocks(drafter: DFlashDrafter, target: FrozenTarget, samples: l
 def evaluate_tau_runs(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sample],
                       block_sizes: Sequence[int], lookups: Sequence[bool], *,
                       batch_size: int = 32, max_len: int = 2048, branches: int = 1,
-                      plan: str = "first") -> dict[tuple[int, bool], TauResult]:
+                      plan: str = "first",
+                      datastore: TokenDatastore | None = None) -> dict[tuple[int, bool], TauResult]:
     """`evaluate_tau_blocks` for every (block size, lookup) pair, keyed so, from one target
     pass per batch for all of them. `branches` > 1: the lookup runs verify that many blocks a
-    step, their swaps planned by `plan` (`replay_steps`)."""
+    step, their swaps planned by `plan`, the last a `datastore` draft if given (`replay_steps`)."""
     blocks = tuple(dict.fromkeys(block_sizes))
     if not blocks:
         raise ValueError("block_sizes: expected at least one block size")
@@ -109,7 +111,7 @@ def evaluate_tau_runs(drafter: DFlashDrafter, target: FrozenTarget, samples: lis
         context = replay_context(drafter, target, batch, max_len, max(blocks))
         for k in runs:
             h, t, n = _replay(drafter, target, batch, k[0], max_len, context, k[1],
-                              branches if k[1] else 1, plan)
+                              branches if k[1] else 1, plan, datastore)
             hist[k] += h
             row_tokens[k] += t.tolist()
             row_steps[k] += n.tolist()
@@ -180,7 +182,8 @@ def tau_difference_interval(tokens: Sequence[int], steps_a: Sequence[int], steps
 
 def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
             max_len: int, context: ReplayContext, lookup: bool = False,
-            branches: int = 1, plan: str = "first") -> tuple[Tensor, Tensor, Tensor]:
+            branches: int = 1, plan: str = "first",
+            datastore: TokenDatastore | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """One batch of sequences -> (histogram [blk] of tokens produced per step, tokens [b] and
     steps [b] per sequence)."""
     dev = target.device
@@ -189,7 +192,7 @@ def _replay(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], bl
     row_tokens = torch.zeros(b, dtype=torch.long, device=dev)
     row_steps = torch.zeros(b, dtype=torch.long, device=dev)
     for step in replay_steps(drafter, target, seqs, blk, max_len, context, lookup,
-                             branches=branches, plan=plan):
+                             branches=branches, plan=plan, datastore=datastore):
         hist += torch.bincount((step.produced - 1)[step.active], minlength=blk)
         row_tokens += torch.where(step.active, step.produced, 0)
         row_steps += step.active
@@ -241,7 +244,8 @@ def replay_context(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Samp
 def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample], blk: int,
                  max_len: int, context: ReplayContext | None = None,
                  lookup: bool = False, pick: Pick | None = None,
-                 branches: int = 1, plan: str = "first") -> Iterator[ReplayStep]:
+                 branches: int = 1, plan: str = "first",
+                 datastore: TokenDatastore | None = None) -> Iterator[ReplayStep]:
     """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
     (scripts/analysis/tau_misses.py reads which token each step stopped at). `context`: the
     batch's `replay_context`, when several block sizes share it. `lookup`: a row takes the
@@ -251,7 +255,8 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
     would accept of any candidate block (scripts/analysis/lookup_oracle.py: the best choice).
     `branches` > 1 (with `lookup`): each step verifies that many blocks as the engine's
     `--spec-branches` does and keeps the one accepted furthest (`BranchPick`), the drafter's
-    swapped blocks planned by `plan` (`--spec-branch-plan`)."""
+    swapped blocks planned by `plan` (`--spec-branch-plan`), the last a `datastore` draft if
+    given (`--spec-datastore`)."""
     if lookup and pick is not None:
         raise ValueError("replay_steps: lookup and pick both given; expected one way to choose "
                          "the drafts")
@@ -267,7 +272,7 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
     ids, end, anchor = context.ids, context.end, context.start
     host_ids = ids.tolist() if lookup else None
     if host_ids is not None and branches > 1:
-        pick = BranchPick(host_ids, branches, plan)
+        pick = BranchPick(host_ids, branches, plan, datastore)
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         offs = torch.arange(blk, device=dev)
         while True:

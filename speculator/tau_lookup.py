@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.local.branch_plan import BRANCH_PLANS
+from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.runner import next_guesses
 from turnspec.engine.local.spec_policy import SpecPolicy
@@ -62,15 +63,18 @@ class BranchPick:
     """`replay_steps`' pick for `branches` verify branches a row: the lookup rule's block and
     the engine's other candidates (`branch_candidates`: the block the rule passed over, then
     the drafter's block with drafts swapped for its next guesses: its next most likely first
-    tokens with plan "first", the best-first tree of branch_plan.py with "planned"),
-    committing the one the target accepts furthest, as the engine does."""
+    tokens with plan "first", the best-first tree of branch_plan.py with "planned"; with a
+    `datastore`, its draft in the last place), committing the one the target accepts furthest,
+    as the engine does."""
 
-    def __init__(self, host_ids: list[list[int]], branches: int, plan: str = "first") -> None:
+    def __init__(self, host_ids: list[list[int]], branches: int, plan: str = "first",
+                 datastore: TokenDatastore | None = None) -> None:
         if branches < 2:
             raise ValueError(f"BranchPick: branches={branches}, expected 2 or more")
         if plan not in BRANCH_PLANS:
             raise ValueError(f"BranchPick: plan={plan!r}, expected one of {BRANCH_PLANS}")
         self.host_ids, self.branches, self.plan = host_ids, branches, plan
+        self.datastore = datastore
 
     def swapped(self, own: list[list[int]], logits: Tensor) -> list[list[list[int]]]:
         """Per row, the drafter's block with drafts swapped, as the engine builds them."""
@@ -87,9 +91,13 @@ class BranchPick:
         rule = with_lookup(drafts, logits, self.host_ids, anchor, active, conts)
         own, chosen = drafts.tolist(), rule.tolist()
         swapped = self.swapped(own, logits)
+        at, live = anchor.tolist(), active.tolist()
+        stored = [self.datastore.draft(self.host_ids[r][: at[r] + 1], width)
+                  if self.datastore is not None and live[r] else [] for r in range(len(own))]
         cands = []
         for r in range(len(own)):
-            extra = branch_candidates(chosen[r], own[r], conts[r][0], swapped[r], self.branches - 1)
+            extra = branch_candidates(chosen[r], own[r], conts[r][0], swapped[r],
+                                      self.branches - 1, stored[r])
             cands.append([chosen[r], *extra] + [[-1] * width] * (self.branches - 1 - len(extra)))
         blocks = torch.tensor(cands, dtype=drafts.dtype, device=drafts.device)  # [b, N, w]
         accepted = torch.stack([accepted_of(blocks[:, k]) for k in range(self.branches)], -1)

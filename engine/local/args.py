@@ -46,6 +46,10 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="extra verify rows the branches may add to one step over the whole batch, "
                         "handed out by rank (every row's first extra branch, then every row's "
                         "second...); default: all branches of every greedy row")
+    g.add_argument("--spec-datastore", default=None, metavar="PATH",
+                   help="the target's earlier answers (datagen samples.jsonl or packed completions, "
+                        "a file or folder): with 2+ branches, a greedy row's last extra branch "
+                        "is the continuation they most often took after its last tokens")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
@@ -76,6 +80,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         spec_lookup=args.spec_lookup == "on", spec_branches=args.spec_branches,
         spec_branch_plan=args.spec_branch_plan, spec_branch_rows=args.spec_branch_rows,
+        spec_datastore=args.spec_datastore,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
         threads=args.threads, cpu_gemm=args.cpu_gemm)

@@ -26,6 +26,7 @@ import copy
 from dataclasses import dataclass
 
 from turnspec.engine.local.branch_plan import BRANCH_PLANS
+from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sequence import Sequence
 
@@ -44,7 +45,8 @@ class Branches:
     branches a sequence may have, its own row included (spec_step.py)."""
 
     def __init__(self, runner: ModelRunner, first_block: int, max_rows: int, max_block: int,
-                 per_seq: int = 2, plan: str = "first") -> None:
+                 per_seq: int = 2, plan: str = "first",
+                 datastore: TokenDatastore | None = None) -> None:
         if max_rows < 1 or max_block < 2 or per_seq < 2:
             raise ValueError(f"Branches: expected max_rows >= 1, max_block >= 2 and per_seq >= 2, "
                              f"got {max_rows}, {max_block} and {per_seq}")
@@ -52,6 +54,7 @@ class Branches:
             raise ValueError(f"Branches: plan={plan!r}, expected one of {BRANCH_PLANS}")
         self.runner = runner
         self.plan = plan  # which drafts the drafter's swapped blocks swap (branch_plan.py)
+        self.datastore = datastore  # a row's last extra branch drafts from it (datastore.py)
         self.extra = per_seq - 1  # shadow rows a sequence may have
         self.per_row = self.blocks_per_row(runner.block_size, max_block)
         self.max_rows = max_rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -59,6 +60,10 @@ class LocalEngineConfig:
     # A cap keeps a wide tree cheap under load: one stream gets all its branches, a full batch
     # a few each
     spec_branch_rows: int | None = None
+    # the target's earlier answers (datagen samples or packed completions, a file or a folder):
+    # with 2+ branches, a greedy row's last extra branch is the continuation those answers most
+    # often took after its last tokens (datastore.py); None: no datastore branch
+    spec_datastore: str | None = None
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -104,6 +109,9 @@ class LocalEngineConfig:
                 or self.spec_branch_rows < 1):
             raise ValueError(f"spec_branch_rows: expected a positive integer or None (every "
                              f"branch of every greedy row), got {self.spec_branch_rows!r}")
+        if self.spec_datastore is not None and not Path(self.spec_datastore).exists():
+            raise ValueError(f"spec_datastore: {self.spec_datastore!r} does not exist; expected a "
+                             "file or folder of datagen samples or packed completions")
         if self.spec_branch_plan not in BRANCH_PLANS:
             raise ValueError(f"spec_branch_plan: expected one of {BRANCH_PLANS}, got "
                              f"{self.spec_branch_plan!r}")

@@ -18,6 +18,7 @@ import torch
 from turnspec.engine.local.block_manager import BlockManager
 from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.config import LocalEngineConfig
+from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
 from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.grammar_mask import mask_next
@@ -141,9 +142,13 @@ class EngineCore:
                                    cfg.admit_min_free)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter, context_kv)
+        if cfg.spec_datastore is not None and self.spec_branches < 2:
+            raise ValueError(f"spec_datastore: its block rides as a verify branch; expected "
+                             f"--spec-branches 2 or more with a speculator, got {self.spec_branches}")
+        store = TokenDatastore.from_path(cfg.spec_datastore) if cfg.spec_datastore else None
         self.branches = Branches(self.runner, nblocks - scratch, shadow_rows,
-                                 self.drafter.config.block_size,
-                                 self.spec_branches, cfg.spec_branch_plan) if scratch else None
+                                 self.drafter.config.block_size, self.spec_branches,
+                                 cfg.spec_branch_plan, store) if scratch else None
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up

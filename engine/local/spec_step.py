@@ -25,8 +25,9 @@ more than the drafter expects, takes the continuation of the latest earlier occu
 last tokens instead (ngram.py), when there is one: copies from the context that the drafter
 cuts short.
 Multi-branch verify (`branches`, branch.py; three on CUDA, one on CPU): a greedy row also
-verifies the block the lookup rule did not pick and the drafter's block under its next most
-likely first tokens, as shadow rows of the same pass, and commits whichever the target accepts
+verifies the block the lookup rule did not pick, the drafter's block under its next guesses
+(branch_plan.py) and, with a datastore, the continuation the target's earlier answers took
+(datastore.py), as shadow rows of the same pass, and commits whichever the target accepts
 furthest; each branch alone is verified exactly as above, so greedy output stays identical.
 """
 
@@ -101,8 +102,9 @@ def spec_decode(runner: ModelRunner, policy: SpecPolicy, seqs: list[Sequence],
                               wanted)
     else:
         swaps = [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)] if firsts else []
+    stored = _stored(seqs, spec_rows, blocks, branches)
     alt_rows, alt_drafts = _extra_blocks(seqs, spec_rows, conts, own, drafts_host, swaps, extra,
-                                         branches.max_rows) if branches is not None else ([], [])
+                                         branches.max_rows, stored) if branches is not None else ([], [])
     if alt_rows:  # the extra branches ride as extra rows of the same verify pass
         drafts_host = drafts_host + alt_drafts
     if swapped or alt_rows:  # the blocks to verify changed on the host: one copy back
@@ -174,15 +176,27 @@ def _to_host(drafts: torch.Tensor, firsts: torch.Tensor | None) -> tuple[list[li
     return [row[:w] for row in rows], [row[w:] for row in rows]
 
 
+def _stored(seqs: list[Sequence], spec_rows: list[bool], blocks: list[int],
+            branches: Branches | None) -> list[list[int]]:
+    """Each greedy speculating row's datastore draft (datastore.py), [] for the others; none
+    without a datastore."""
+    store = branches.datastore if branches is not None else None
+    if store is None:
+        return []
+    return [store.draft(s.token_ids, blocks[r] - 1) if spec_rows[r] and s.request.sampling.greedy
+            else [] for r, s in enumerate(seqs)]
+
+
 def _extra_blocks(seqs: list[Sequence], spec_rows: list[bool],
                   conts: list[tuple[list[int], int] | None], own: list[list[int]],
                   chosen: list[list[int]], swapped: list[list[list[int]]], extra: int,
-                  max_rows: int) -> tuple[list[int], list[list[int]]]:
+                  max_rows: int, stored: list[list[int]] | None = None) -> tuple[list[int], list[list[int]]]:
     """`branch_candidates` of each greedy speculating row, at most `max_rows` in all, handed
     out by rank (every row's first, then every row's second...): (rows, blocks), a row index
-    per extra block."""
+    per extra block. `stored`: each row's datastore draft (`_stored`), if any."""
     per_row = {r: branch_candidates(chosen[r], own[r], conts[r][0],
-                                    swapped[r] if swapped else [], extra)
+                                    swapped[r] if swapped else [], extra,
+                                    stored[r] if stored else [])
                for r, seq in enumerate(seqs) if spec_rows[r] and seq.request.sampling.greedy}
     rows, alts = [], []
     for rank in range(extra):
@@ -194,25 +208,29 @@ def _extra_blocks(seqs: list[Sequence], spec_rows: list[bool],
 
 
 def branch_candidates(chosen: list[int], own: list[int], cont: list[int],
-                      swapped: list[list[int]], extra: int) -> list[list[int]]:
+                      swapped: list[list[int]], extra: int,
+                      stored: list[int] | None = None) -> list[list[int]]:
     """Up to `extra` blocks a row verifies besides `chosen`, in this order: the block the lookup
     rule did not pick (the drafter's `own` where the lookup continuation `cont` was taken, else
     `cont` where it has 2+ tokens), then `swapped`: `own` with drafts swapped for the drafter's
-    next guesses (`first_swaps`, or branch_plan.py's planned swaps). Repeats are skipped; -1
-    pads."""
+    next guesses (`first_swaps`, or branch_plan.py's planned swaps); a datastore draft `stored`
+    of 2+ tokens (datastore.py) takes the last place. Repeats are skipped; -1 pads."""
     width, cands = len(own), []
     if chosen != own:
         cands.append(own)
     elif len(cont) >= 2:
         cands.append(cont + [-1] * (width - len(cont)))
     cands += swapped
+    last = stored + [-1] * (width - len(stored)) if stored and len(stored) >= 2 else None
+    if last == chosen:
+        last = None
     out: list[list[int]] = []
     for cand in cands:
-        if len(out) == extra:
+        if len(out) == extra - (last is not None):
             break
-        if cand != chosen and cand not in out:
+        if cand != chosen and cand != last and cand not in out:
             out.append(cand)
-    return out
+    return out + [last] if last is not None and extra > 0 else out
 
 
 def first_swaps(own: list[int], firsts: list[int]) -> list[list[int]]:

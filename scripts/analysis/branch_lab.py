@@ -4,7 +4,7 @@ computed once, then any plan's greedy steps walked on the host.
 usage: python scripts/analysis/branch_lab.py dump SAMPLES OUT.pt [--source independent-generic]
            [--n 120] [--drafter default] [--block-size 16] [--device cpu] [--guesses 7]
        python scripts/analysis/branch_lab.py sim OUT.pt [--branches 1,3,5,8]
-           [--plan first,planned] [--json OUT]
+           [--plan first,planned] [--datastore ANSWERS] [--json OUT]
 
 A DFlash drafter's block at an anchor depends only on the tokens up to it, so one drafter pass
 per position (`replay_steps` with a pick that accepts nothing, so each step moves one token)
@@ -30,6 +30,7 @@ from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
 from turnspec.engine.local.branch_plan import apply_swaps, plan_swaps
+from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.runner import next_guesses
 from turnspec.engine.local.spec_step import LOOKUP_AGREE, branch_candidates, takes_lookup
@@ -153,9 +154,11 @@ def accepted(block: list[int], truth: list[int]) -> int:
     return n
 
 
-def walk(turn: Turn, branches: int, plan: Plan) -> tuple[int, int]:
+def walk(turn: Turn, branches: int, plan: Plan,
+         datastore: TokenDatastore | None = None) -> tuple[int, int]:
     """(tokens, steps) of one turn verified as the engine does with `branches` verify branches
-    (the lookup rule on) and `plan` for the drafter's swapped blocks."""
+    (the lookup rule on), `plan` for the drafter's swapped blocks and a `datastore` branch last
+    if given (`serve --spec-datastore`)."""
     a, tokens, steps = turn.start, 0, 0
     width = len(turn.drafts[0])
     while a < turn.end:
@@ -172,15 +175,17 @@ def walk(turn: Turn, branches: int, plan: Plan) -> tuple[int, int]:
             alts = [list(zip(g[:extra], q[:extra], strict=True))
                     for g, q in zip(turn.guesses[i], turn.guess_probs[i], strict=True)]
             swapped = plan(own, turn.probs[i], alts, extra)
-            for cand in branch_candidates(chosen, own, cont, swapped, branches - 1):
+            stored = datastore.draft(turn.ids[: a + 1], width) if datastore is not None else []
+            for cand in branch_candidates(chosen, own, cont, swapped, extra, stored):
                 best = max(best, accepted(cand, truth))
         produced = max(1, min(best + 1, turn.end - a))
         tokens, steps, a = tokens + produced, steps + 1, a + produced
     return tokens, steps
 
 
-def simulate(turns: list[Turn], branches: int, plan: Plan) -> tuple[list[int], list[int]]:
-    runs = [walk(t, branches, plan) for t in turns]
+def simulate(turns: list[Turn], branches: int, plan: Plan,
+             datastore: TokenDatastore | None = None) -> tuple[list[int], list[int]]:
+    runs = [walk(t, branches, plan, datastore) for t in turns]
     return [r[0] for r in runs], [r[1] for r in runs]
 
 
@@ -192,6 +197,7 @@ def sim(args: argparse.Namespace) -> None:
     unknown = set(plans) - set(PLANS)
     if unknown:
         raise SystemExit(f"--plan: unknown {sorted(unknown)}; expected of {sorted(PLANS)}")
+    store = TokenDatastore.from_path(args.datastore) if args.datastore else None
     results, base = {}, None
     print(f"{'mode':22s} {'tau':>6s} {'90% CI':>12s} {'vs first':>9s} {'gain CI':>14s}")
     for n in counts:
@@ -213,6 +219,16 @@ def sim(args: argparse.Namespace) -> None:
                 line += f" {d:+9.3f} {format_interval(ci):>14s}"
                 results[mode].update(gain_over_first=d, gain_ci90=list(ci))
             print(line, flush=True)
+            if store is not None and n > 1:  # the datastore's gain over the same plan
+                tok_ds, st_ds = simulate(turns, n, PLANS[name], store)
+                tau_ds = sum(tok_ds) / sum(st_ds)
+                ci = tau_difference_interval(tok, st, st_ds)
+                print(f"{f'{n} branches {name} +ds':22s} {tau_ds:6.3f} "
+                      f"{format_interval(tau_interval(tok_ds, st_ds)):>12s} "
+                      f"{tau_ds - sum(tok) / sum(st):+9.3f} {format_interval(ci):>14s} over no ds")
+                results[f"{n} branches {name} +ds"] = {
+                    "tau": tau_ds, "ci90": list(tau_interval(tok_ds, st_ds)),
+                    "gain_over_no_ds": tau_ds - sum(tok) / sum(st), "gain_ci90": list(ci)}
     if args.json:
         args.json.write_text(json.dumps({**meta, "turns": len(turns), **results}, indent=2) + "\n")
 
@@ -228,6 +244,9 @@ def main() -> None:
     s.add_argument("dump", type=Path)
     s.add_argument("--branches", default="1,3,5,8")
     s.add_argument("--plan", default="first,planned")
+    s.add_argument("--datastore", type=Path, default=None,
+                   help="also each count and plan with a datastore branch, as serve "
+                        "--spec-datastore PATH (the gain over the same without)")
     s.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     dump(args) if args.cmd == "dump" else sim(args)

@@ -91,6 +91,9 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     with pytest.raises(ValueError, match="branches=17: expected 1..16"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
              str(run / "drafter"), "--device", "cpu", "--lookup", "--branches", "17")
+    with pytest.raises(ValueError, match="datastore: its block rides as a verify branch"):
+        _run("speculator", "eval", "--data", str(held), *common, "--drafter",
+             str(run / "drafter"), "--device", "cpu", "--lookup", "--datastore", str(held))
     with pytest.raises(ValueError, match="branches=3: expected lookup too"):
         _run("speculator", "eval", "--data", str(held), *common, "--drafter",
              str(run / "drafter"), "--device", "cpu", "--branches", "3")

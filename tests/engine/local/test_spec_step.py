@@ -33,7 +33,8 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
            min_confidence: float = 0.0, lookup: bool = False, branches: int = 1,
-           plan: str = "first", branch_rows: int | None = None) -> EngineCore:
+           plan: str = "first", branch_rows: int | None = None,
+           datastore: str | None = None) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
     # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
@@ -41,7 +42,7 @@ def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_bat
                             max_batch=max_batch, spec_policy="always",
                             spec_min_confidence=min_confidence, spec_lookup=lookup,
                             spec_branches=branches, spec_branch_plan=plan,
-                            spec_branch_rows=branch_rows)
+                            spec_branch_rows=branch_rows, spec_datastore=datastore)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
@@ -175,6 +176,61 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
             tokens[d.request_id].extend(d.token_ids)
     assert tokens["greedy"] == plain[1] and len(tokens["sampled"]) == 16
     assert any(branched) and not any("sampled" in ids for ids in branched)
+
+
+def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) -> None:
+    """A datastore of the target's own answers to the same prompts drafts exactly what it will
+    say wherever its last 3 tokens occurred there: its branch wins, output stays plain greedy;
+    without verify branches to ride on it is refused."""
+    import json
+
+    from turnspec.engine.local.branch import Branches
+    from turnspec.engine.local.datastore import TokenDatastore
+
+    vocab, seed = 12, 1
+    target = make_target(tmp_path, vocab, seed)
+    g = torch.Generator().manual_seed(seed)
+    prompts = [torch.randint(2, vocab, (int(n),), generator=g).tolist() for n in (5, 9, 13)]
+    sampling = SamplingParams(max_tokens=32, ignore_eos=True)
+    plain, _ = run(engine(target, vocab), prompts, sampling)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"completion": p}) + "\n" for p in plain))
+    drafted, adopted = [], []
+    real_draft, real_adopt = TokenDatastore.draft, Branches.adopt
+
+    def counting_draft(self, tokens, width):
+        drafted.append(real_draft(self, tokens, width))
+        return drafted[-1]
+
+    def counting_adopt(self, wins):
+        adopted.extend(wins)
+        return real_adopt(self, wins)
+
+    monkeypatch.setattr(TokenDatastore, "draft", counting_draft)
+    monkeypatch.setattr(Branches, "adopt", counting_adopt)
+    core = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=2,
+                  datastore=str(answers))
+    got, _ = run(core, prompts, sampling)
+    assert got == plain
+    assert any(len(d) >= 2 for d in drafted) and adopted
+    with pytest.raises(ValueError, match="spec_datastore: its block rides as a verify branch"):
+        engine(target, vocab, make_drafter(target, 8, seed), lookup=True, datastore=str(answers))
+    with pytest.raises(ValueError, match="spec_datastore: .* does not exist"):
+        engine(target, vocab, make_drafter(target, 8, seed), branches=2,
+               datastore=str(tmp_path / "missing"))
+
+
+def test_the_datastore_draft_takes_the_last_place() -> None:
+    from turnspec.engine.local.spec_step import branch_candidates
+
+    own = chosen = [5, 6, 7]
+    swapped = [[2, 6, 7], [3, 6, 7]]
+    assert branch_candidates(chosen, own, [8, 8], swapped, 3, [4, 4]) == \
+        [[8, 8, -1], [2, 6, 7], [4, 4, -1]]
+    assert branch_candidates(chosen, own, [], swapped, 2, [4]) == swapped   # one token: no block
+    assert branch_candidates(chosen, own, [], swapped, 2, [5, 6, 7]) == swapped  # the chosen
+    assert branch_candidates(chosen, own, [], swapped, 2, [2, 6, 7]) == [[3, 6, 7], [2, 6, 7]]
+    assert branch_candidates(chosen, own, [], swapped, 1, [4, 4]) == [[4, 4, -1]]
 
 
 def test_branches_need_a_drafter(tmp_path: Path) -> None:

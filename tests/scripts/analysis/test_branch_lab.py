@@ -40,7 +40,7 @@ def test_walk_matches_the_per_step_replay(smollm2_dir, tmp_path) -> None:
     from turnspec.speculator.target import FrozenTarget
 
     held = [s for s in read_samples(ROOT / "models/assets/smollm2-dflash/heldout.jsonl")
-            if s.split == "heldout"][:2]
+            if s.split == "heldout"][:1]
     drafter = load_drafter("default", dtype=torch.float32)
     target = FrozenTarget.from_model_dir(str(smollm2_dir), drafter.config.target_layer_ids,
                                          torch.device("cpu"), torch.float32)
@@ -53,6 +53,21 @@ def test_walk_matches_the_per_step_replay(smollm2_dir, tmp_path) -> None:
         tokens, steps = lab.simulate(turns, n, lab.PLANS[plan])
         assert tokens == out["tokens"][mode], mode
         assert steps == out["steps"][mode], mode
+    # with a datastore branch: the walk against the product's replay (`speculator eval
+    # --datastore`), the store the target's answers to other held-out turns
+    from turnspec.engine.local.datastore import TokenDatastore
+    from turnspec.speculator.tau import evaluate_tau_runs
+
+    others = [s for s in read_samples(ROOT / "models/assets/smollm2-dflash/heldout.jsonl")
+              if s.split == "heldout"][1:]
+    store = TokenDatastore([t for t, m in zip(s.input_ids, s.loss_mask, strict=True) if m]
+                           for s in others)
+    assert any(len(store.draft(t.ids[: a + 1], 15)) >= 2 for t in turns
+               for a in range(t.start, t.end))  # the store has blocks to offer
+    res = evaluate_tau_runs(drafter, target, held, [16], [True], branches=3, plan="planned",
+                            datastore=store)[(16, True)]
+    tokens, steps = lab.simulate(turns, 3, lab.PLANS["planned"], store)
+    assert list(res.rows) == list(zip(tokens, steps, strict=True))
     path = tmp_path / "dump.pt"
     torch.save({"turns": [lab.asdict(t) for t in turns], "source": "heldout"}, path)
     back, meta = lab.load_turns(path)

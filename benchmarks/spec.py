@@ -68,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="which drafts the extra branches swap, to try with each branch count "
                         "above 1: first, planned or first,planned (engine/local/branch_plan.py; "
                         "default: the engine's, --spec-branch-plan)")
+    p.add_argument("--datastores", default=None,
+                   help="the datastore branch to try with each branch count above 1: off, on or "
+                        "off,on (on needs --spec-datastore PATH; default: on with it, else off)")
     p.add_argument("--peer-speculator", default=None,
                    help="a second drafter folder (or 'default') timed beside --speculator in every "
                         "configuration, interleaved prompt by prompt; its rows read 'peer'")
@@ -127,7 +130,7 @@ def decode_one(core, prompt: list[int], max_new: int, block: int | None) -> tupl
 def _engine_runs(plain_core, spec_cores: dict[str, object], prompt: list[int], max_new: int,
                  states: dict[tuple, tuple[SpecPolicy, object]]) -> list[tuple]:
     """`decode_one` for no speculation, then for each (policy, block, confidence, lookup,
-    branches, plan, drafter) in `states` order with that configuration's policy state and branch
+    branches, plan, datastore, drafter) in `states` order with that configuration's policy state and branch
     scratch (None: one branch) on that drafter's spec core ("main" or "peer")."""
     runs = [decode_one(plain_core, prompt, max_new, None)]
     for (_, block, *_, drafter), (policy, branches) in states.items():
@@ -158,24 +161,25 @@ def _branch_counts(arg: str | None) -> list[int]:
 
 
 def _policy(c: tuple) -> SpecPolicy:
-    """A configuration (policy, block, confidence, lookup, branches, plan, drafter) -> its
-    policy."""
+    """A configuration (policy, block, confidence, lookup, branches, plan, datastore, drafter)
+    -> its policy."""
     return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
 
 
 def _states(configs: list[tuple], branches: dict[str, object]) -> dict[tuple, tuple[SpecPolicy, object]]:
     """Each configuration's fresh policy state and its branch scratch (its drafter's core's
-    `branches` limited to its branch count and plan, None for one branch), as `_engine_runs`
-    takes them."""
-    return {c: (_policy(c), branches[c[6]].limited(c[4], c[5]) if c[4] > 1 else None)
+    `branches` limited to its branch count, plan and datastore, None for one branch), as
+    `_engine_runs` takes them."""
+    return {c: (_policy(c), branches[c[7]].limited(c[4], c[5], c[6]) if c[4] > 1 else None)
             for c in configs}
 
 
 def _config_label(x: dict) -> str:
     """A spec row's or `best`'s settings: "adaptive B=8 p0.1 +lookup +3br" ("+3br planned"
-    with the planned branches)."""
+    with the planned branches, "+3br +ds" with the datastore branch)."""
     n = x.get("branches", 1)
     plan = f" {x['plan']}" if n > 1 and x.get("plan", "first") != "first" else ""
+    plan += " +ds" if n > 1 and x.get("datastore") else ""
     return (f"{x['policy']} B={x['block']} p{x.get('min_confidence', 0):g}"
             + (" +lookup" if x.get("lookup") else "") + (f" +{n}br{plan}" if n > 1 else "")
             + (" peer" if x.get("drafter") == "peer" else ""))
@@ -214,6 +218,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--repeat {args.repeat}: expected at least 1 timed pass")
     confs = [float(c) for c in args.confidences.split(",")] if args.confidences else []
     lookups = [_on_off(x) for x in args.lookups.split(",")] if args.lookups else []
+    stores = ([_on_off(x, "--datastores") for x in args.datastores.split(",")] if args.datastores
+              else [cfg.spec_datastore is not None])
+    if any(stores) and cfg.spec_datastore is None:
+        raise ValueError("--datastores on: expected --spec-datastore PATH (the answers to draft from)")
     counts = _branch_counts(args.branches)
     plans = args.branch_plans.split(",") if args.branch_plans else []
     if not set(plans) <= set(BRANCH_PLANS):
@@ -238,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
                                         tokenizer=spec_core.tokenizer)
     # each core's branch scratch, for the configurations with several
     branches = {name: core.branches for name, core in spec_cores.items()}
-    plain_core = EngineCore(replace(cfg, speculator="none"), tokenizer=spec_core.tokenizer)
+    plain_core = EngineCore(replace(cfg, speculator="none", spec_datastore=None),
+                            tokenizer=spec_core.tokenizer)
     hf = None
     if not args.no_transformers:
         from transformers import AutoModelForCausalLM
@@ -255,9 +264,9 @@ def run(args: argparse.Namespace) -> int:
     lookups = lookups or [spec_core.policy.lookup]
     counts = counts or [spec_core.spec_branches]  # the engine's default
     plans = plans or [cfg.spec_branch_plan]
-    configs = [(pol, b, c, lk, n, plan, d) for pol in policies for b in blocks for c in confs
+    configs = [(pol, b, c, lk, n, plan, ds, d) for pol in policies for b in blocks for c in confs
                for lk in lookups for n in counts for plan in (plans if n > 1 else plans[:1])
-               for d in spec_cores]
+               for ds in (stores if n > 1 else [False]) for d in spec_cores]
     if args.warm_pass == "on" or (args.warm_pass == "auto" and cfg.device.startswith("cuda")):
         for prompts in by_source.values():
             for p in prompts:
@@ -277,7 +286,8 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             r = acc[c].result()
             row["spec"].append({"policy": c[0], "block": c[1], "min_confidence": c[2], "lookup": c[3],
-                                "branches": c[4], "plan": c[5], "drafter": c[6],
+                                "branches": c[4], "plan": c[5], "datastore": c[6],
+                                "drafter": c[7],
                                 "tok_s": r["tok_s"], "tau": r["tau"], "tau_ci90": r["tau_ci90"],
                                 "spec_share": r["spec_share"], "speedup": r["tok_s"] / base["tok_s"],
                                 "identical": acc[c].tokens == acc["plain"].tokens})
@@ -302,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         best = max(row["spec"], key=lambda x: x["tok_s"])
         row["best"] = {k: best[k] for k in ("policy", "block", "min_confidence", "lookup",
-                                            "branches", "plan", "drafter")}
+                                            "branches", "plan", "drafter", "datastore")}
     print_table(record)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=2)

@@ -65,9 +65,10 @@ class Branches:
                              f"them within the runner's {pool_blocks} KV blocks")
         self.pool = list(range(first_block, first_block + need))
 
-    def limited(self, per_seq: int, plan: str | None = None) -> Branches:
+    def limited(self, per_seq: int, plan: str | None = None, datastore: bool = True) -> Branches:
         """These scratch blocks, for at most `per_seq` branches a sequence, planned by `plan`
-        (None: this one's); bench spec compares branch counts and plans on one engine."""
+        (None: this one's), without the datastore branch unless `datastore`; bench spec
+        compares branch counts, plans and the datastore on one engine."""
         if not 2 <= per_seq <= self.extra + 1:
             raise ValueError(f"limited: per_seq={per_seq}, expected 2..{self.extra + 1}")
         if plan is not None and plan not in BRANCH_PLANS:
@@ -75,6 +76,7 @@ class Branches:
         out = copy.copy(self)
         out.extra = per_seq - 1
         out.plan = plan or self.plan
+        out.datastore = self.datastore if datastore else None
         return out
 
     @staticmethod

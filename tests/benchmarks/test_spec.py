@@ -35,24 +35,33 @@ def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path,
 
 
 def test_bench_spec_times_branch_counts(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
-    """--branches 1,3 --branch-plans first,planned: each configuration with one verify branch
-    and with three under each plan, side by side; all stay identical to plain greedy."""
+    """--branches 1,3 --branch-plans first,planned --datastores off,on: each configuration with
+    one verify branch and with three under each plan, without and with the datastore branch
+    (the held-out answers committed beside the drafter as its store), side by side; all stay
+    identical to plain greedy."""
     out = tmp_path / "spec.json"
     rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
                "--blocks", "8", "--policies", "always", "--lookups", "on", "--branches",
-               "1,3", "--branch-plans", "first,planned", "--no-transformers", "--json", str(out)])
+               "1,3", "--branch-plans", "first,planned", "--spec-datastore", str(DEFAULT_DATA),
+               "--datastores", "off,on", "--no-transformers", "--json", str(out)])
     assert rc == 0
     for row in json.loads(out.read_text())["rows"]:
-        assert [(x["branches"], x["plan"]) for x in row["spec"]] == [
-            (1, "first"), (3, "first"), (3, "planned")]
+        assert [(x["branches"], x["plan"], x["datastore"]) for x in row["spec"]] == [
+            (1, "first", False), (3, "first", False), (3, "first", True), (3, "planned", False),
+            (3, "planned", True)]
         assert all(x["identical"] and x["tau"] >= 1.0 for x in row["spec"]), row
-        assert "branches" in row["best"] and "plan" in row["best"]
+        assert "branches" in row["best"] and "plan" in row["best"] and "datastore" in row["best"]
     printed = capsys.readouterr().out
+    assert "+lookup +3br planned +ds" in printed
     assert "+lookup +3br " in printed and "+lookup +3br planned" in printed
     rc = main(["bench", "spec", "--model", str(smollm2_dir), "--branch-plans", "tree",
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2
     assert "--branch-plans 'tree': expected plans of ('first', 'planned')" in capsys.readouterr().err
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--datastores", "on",
+               "--no-transformers", "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "--datastores on: expected --spec-datastore PATH" in capsys.readouterr().err
     rc = main(["bench", "spec", "--model", str(smollm2_dir), "--branches", "1,two",
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2

@@ -199,7 +199,7 @@ def sim(args: argparse.Namespace) -> None:
         raise SystemExit(f"--plan: unknown {sorted(unknown)}; expected of {sorted(PLANS)}")
     store = TokenDatastore.from_path(args.datastore) if args.datastore else None
     results, base = {}, None
-    print(f"{'mode':22s} {'tau':>6s} {'90% CI':>12s} {'vs first':>9s} {'gain CI':>14s}")
+    print(f"{'mode':24s} {'tau':>6s} {'90% CI':>12s} {'vs first':>9s} {'gain CI':>14s}")
     for n in counts:
         first = None
         for name in (plans if n > 1 else plans[:1]):
@@ -209,7 +209,7 @@ def sim(args: argparse.Namespace) -> None:
                 raise RuntimeError(f"{n} {name}: other tokens than the first mode's")
             tau = sum(tok) / sum(st)
             mode = f"{n} branches {name}" if n > 1 else "rule"
-            line = f"{mode:22s} {tau:6.3f} {format_interval(tau_interval(tok, st)):>12s}"
+            line = f"{mode:24s} {tau:6.3f} {format_interval(tau_interval(tok, st)):>12s}"
             results[mode] = {"tau": tau, "ci90": list(tau_interval(tok, st)), "steps": sum(st)}
             if first is None:
                 first = st
@@ -223,14 +223,15 @@ def sim(args: argparse.Namespace) -> None:
                 tok_ds, st_ds = simulate(turns, n, PLANS[name], store)
                 tau_ds = sum(tok_ds) / sum(st_ds)
                 ci = tau_difference_interval(tok, st, st_ds)
-                print(f"{f'{n} branches {name} +ds':22s} {tau_ds:6.3f} "
+                print(f"{f'{n} branches {name} +ds':24s} {tau_ds:6.3f} "
                       f"{format_interval(tau_interval(tok_ds, st_ds)):>12s} "
                       f"{tau_ds - sum(tok) / sum(st):+9.3f} {format_interval(ci):>14s} over no ds")
                 results[f"{n} branches {name} +ds"] = {
                     "tau": tau_ds, "ci90": list(tau_interval(tok_ds, st_ds)),
                     "gain_over_no_ds": tau_ds - sum(tok) / sum(st), "gain_ci90": list(ci)}
     if args.json:
-        args.json.write_text(json.dumps({**meta, "turns": len(turns), **results}, indent=2) + "\n")
+        args.json.write_text(json.dumps({**meta, "turns": len(turns), "datastore": (
+            str(args.datastore) if args.datastore else None), **results}, indent=2) + "\n")
 
 
 def main() -> None:

@@ -119,7 +119,11 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                              "held-out samples (datagen's held-out conversations, or "
                              "--eval-set), or pass --with-train")
         sets.append(splits)
-    store = TokenDatastore.from_path(datastore) if datastore is not None else None
+    store = None
+    if datastore is not None:
+        store = TokenDatastore.from_path(datastore)
+        _no_scored_answers_in(datastore, [s for splits in sets for seqs in splits.values()
+                                          for s in seqs if s.split != "train"])
     model, target = load_for_replay(drafter, model_dir, device)
     dev = target.device
     blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
@@ -148,6 +152,21 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                 "by_block": {str(o["block_size"]): o for o in outs}}
             json_out[i].write_text(json.dumps(doc, indent=2) + "\n")
         yield outs
+
+
+def _no_scored_answers_in(datastore: Path, scored: list[Sample]) -> None:
+    """A datastore that holds any scored turn's answer would hand the replay that answer: it
+    is refused, naming how many (a store built from a datagen run's samples.jsonl holds its
+    held-out turns too; keep its train split only)."""
+    from turnspec.engine.local.datastore import answer_spans, read_answers
+
+    stored = {tuple(a) for a in read_answers(datastore)}
+    leaked = sum(any(tuple(a) in stored for a in answer_spans(s.input_ids, s.loss_mask))
+                 for s in scored)
+    if leaked:
+        raise ValueError(f"datastore {datastore}: holds the answers of {leaked} of the "
+                         f"{len(scored)} held-out turns scored; expected a store without them "
+                         "(keep the train split of a datagen run's samples.jsonl)")
 
 
 def branch_suffix(branches: int, plan: str, datastore: bool = False) -> str:

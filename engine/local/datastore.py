@@ -140,10 +140,10 @@ def read_answers(path: str | Path) -> Iterator[list[int]]:
                 if "completion" in rec:
                     yield list(rec["completion"])
                 elif "input_ids" in rec and "loss_mask" in rec:
-                    yield from _spans(rec["input_ids"], rec["loss_mask"])
+                    yield from answer_spans(rec["input_ids"], rec["loss_mask"])
 
 
-def _spans(ids: Sequence[int], mask: Sequence[int]) -> Iterator[list[int]]:
+def answer_spans(ids: Sequence[int], mask: Sequence[int]) -> Iterator[list[int]]:
     """The runs of `ids` where `mask` is 1 (a sample's answers)."""
     span: list[int] = []
     for t, m in zip(ids, mask, strict=True):

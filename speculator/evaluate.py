@@ -90,7 +90,7 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     `datastore` (`--spec-datastore`: the last branch drafts from the target's earlier answers)."""
     from turnspec.engine.local.branch_plan import BRANCH_PLANS
     from turnspec.engine.local.config import MAX_SPEC_BRANCHES
-    from turnspec.engine.local.datastore import TokenDatastore
+    from turnspec.engine.local.datastore import TokenDatastore, read_answers
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.tau import evaluate_tau_runs
     from turnspec.speculator.train_io import RunLog, eval_splits
@@ -120,10 +120,11 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                              "--eval-set), or pass --with-train")
         sets.append(splits)
     store = None
-    if datastore is not None:
-        store = TokenDatastore.from_path(datastore)
-        _no_scored_answers_in(datastore, [s for splits in sets for seqs in splits.values()
-                                          for s in seqs if s.split != "train"])
+    if datastore is not None:  # read once: for the store and for the check against the scored
+        answers = list(read_answers(datastore))
+        store = TokenDatastore.from_answers(answers, datastore)
+        _no_scored_answers_in(datastore, answers, [s for splits in sets for seqs in splits.values()
+                                                   for s in seqs if s.split != "train"])
     model, target = load_for_replay(drafter, model_dir, device)
     dev = target.device
     blocks = tuple(block_sizes) if block_sizes else (model.config.block_size,)
@@ -154,13 +155,13 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
         yield outs
 
 
-def _no_scored_answers_in(datastore: Path, scored: list[Sample]) -> None:
-    """A datastore that holds any scored turn's answer would hand the replay that answer: it
-    is refused, naming how many (a store built from a datagen run's samples.jsonl holds its
-    held-out turns too; keep its train split only)."""
-    from turnspec.engine.local.datastore import answer_spans, read_answers
+def _no_scored_answers_in(datastore: Path, answers: list[list[int]], scored: list[Sample]) -> None:
+    """A datastore (`answers`, read from `datastore`) that holds any scored turn's answer would
+    hand the replay that answer: it is refused, naming how many (a store built from a datagen
+    run's samples.jsonl holds its held-out turns too; keep its train split only)."""
+    from turnspec.engine.local.datastore import answer_spans
 
-    stored = {tuple(a) for a in read_answers(datastore)}
+    stored = {tuple(a) for a in answers}
     leaked = sum(any(tuple(a) in stored for a in answer_spans(s.input_ids, s.loss_mask))
                  for s in scored)
     if leaked:

@@ -74,7 +74,12 @@ class TokenDatastore:
     def from_path(cls, path: str | Path) -> TokenDatastore:
         """The answers in a file or a folder of files (module docstring); a path that holds none
         is an error."""
-        store = cls(read_answers(path))
+        return cls.from_answers(read_answers(path), path)
+
+    @classmethod
+    def from_answers(cls, answers: Iterable[Sequence[int]], path: str | Path) -> TokenDatastore:
+        """`from_path` for answers already read from `path` (`read_answers`)."""
+        store = cls(answers)
         if store.answers == 0:
             raise ValueError(f"spec datastore {path}: no answers found; expected datagen samples "
                              "(input_ids + loss_mask) or packed completions (completion)")

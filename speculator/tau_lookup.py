@@ -13,7 +13,7 @@ from torch import Tensor
 from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.ngram import ngram_lookup
-from turnspec.engine.local.runner import next_guesses
+from turnspec.engine.local.runner import next_firsts, next_guesses
 from turnspec.engine.local.spec_policy import SpecPolicy
 from turnspec.engine.local.spec_step import (
     LOOKUP_AGREE,
@@ -80,7 +80,7 @@ class BranchPick:
         """Per row, the drafter's block with drafts swapped, as the engine builds them."""
         extra = self.branches - 1
         if self.plan == "first":
-            firsts = logits[:, 0].topk(self.branches, dim=-1).indices[:, 1:].tolist()
+            firsts = next_firsts(logits, extra).tolist()
             return [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
         return planned_swaps(own, *next_guesses(logits, extra), extra, [True] * len(own))
 

@@ -48,6 +48,13 @@ def next_guesses(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tens
     return p[..., 0], top.indices[..., 1:], p[..., 1:]
 
 
+def next_firsts(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Draft logits [b, w, V] -> the k next most likely first drafts [b, k] after the greedy
+    one (the "first" branch plan's swaps), in the engine and in the offline replay alike; a
+    vocabulary smaller than k + 1 gives every other token."""
+    return logits[:, 0].topk(min(k + 1, logits.shape[-1]), dim=-1).indices[:, 1:]
+
+
 class ModelRunner:
     def __init__(self, model: Transformer, num_blocks: int, block_size: int, max_positions: int,
                  device: torch.device, dtype: torch.dtype, drafter=None, context_kv=None) -> None:
@@ -192,7 +199,6 @@ class ModelRunner:
             self.forward_seconds += time.perf_counter() - t0
             return Drafted(drafts, probs, None, guesses, guess_probs)
         probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
-        firsts = (logits[:, 0].topk(min(alternatives + 1, logits.shape[-1]), dim=-1).indices[:, 1:]
-                  if alternatives else None)
+        firsts = next_firsts(logits, alternatives) if alternatives else None
         self.forward_seconds += time.perf_counter() - t0
         return Drafted(drafts, probs, firsts)

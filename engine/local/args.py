@@ -50,6 +50,13 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="the target's earlier answers (datagen samples.jsonl or packed completions, "
                         "a file or folder): with 2+ branches, a greedy row's last extra branch "
                         "is the continuation they most often took after its last tokens")
+    g.add_argument("--spec-datastore-learn", action="store_true",
+                   help="the datastore branch also drafts from the answers this server gives, "
+                        "learned as each one finishes (kept in memory only, nothing is written); "
+                        "with --spec-datastore too, from whichever store matches more")
+    g.add_argument("--spec-datastore-learn-tokens", type=int, default=1_000_000, metavar="N",
+                   help="tokens of served answers --spec-datastore-learn keeps, the newest "
+                        "(default: %(default)s: ~25 MB, twice that while the index is rebuilt)")
     g.add_argument("--max-batch", type=int, default=32)
     g.add_argument("--max-context", type=int, default=None)
     g.add_argument("--kv-memory-gb", type=float, default=None)
@@ -80,7 +87,8 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         spec_lookup=args.spec_lookup == "on", spec_branches=args.spec_branches,
         spec_branch_plan=args.spec_branch_plan, spec_branch_rows=args.spec_branch_rows,
-        spec_datastore=args.spec_datastore,
+        spec_datastore=args.spec_datastore, spec_datastore_learn=args.spec_datastore_learn,
+        spec_datastore_learn_tokens=args.spec_datastore_learn_tokens,
         max_batch=args.max_batch, max_context=args.max_context,
         kv_memory_gb=args.kv_memory_gb, max_prefill_tokens=args.max_prefill_tokens,
         threads=args.threads, cpu_gemm=args.cpu_gemm)

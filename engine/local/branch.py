@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.datastore import TokenDatastore
+from turnspec.engine.local.datastore_learn import LearningDatastore
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.sequence import Sequence
 
@@ -46,7 +47,7 @@ class Branches:
 
     def __init__(self, runner: ModelRunner, first_block: int, max_rows: int, max_block: int,
                  per_seq: int = 2, plan: str = "first",
-                 datastore: TokenDatastore | None = None) -> None:
+                 datastore: TokenDatastore | LearningDatastore | None = None) -> None:
         if max_rows < 1 or max_block < 2 or per_seq < 2:
             raise ValueError(f"Branches: expected max_rows >= 1, max_block >= 2 and per_seq >= 2, "
                              f"got {max_rows}, {max_block} and {per_seq}")

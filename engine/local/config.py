@@ -64,6 +64,12 @@ class LocalEngineConfig:
     # with 2+ branches, a greedy row's last extra branch is the continuation those answers most
     # often took after its last tokens (datastore.py); None: no datastore branch
     spec_datastore: str | None = None
+    # with 2+ branches: the datastore branch also drafts from the answers this engine finishes,
+    # the newest spec_datastore_learn_tokens tokens of them, kept in memory only
+    # (datastore_learn.py); with spec_datastore too, a row drafts from whichever store matched
+    # more of its last tokens
+    spec_datastore_learn: bool = False
+    spec_datastore_learn_tokens: int = 1_000_000
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
     # small host-side ops, so a process beside others may want 1 (scripts/gpu/pipeline.sh)
     threads: int | None = None
@@ -112,6 +118,14 @@ class LocalEngineConfig:
         if self.spec_datastore is not None and not Path(self.spec_datastore).exists():
             raise ValueError(f"spec_datastore: {self.spec_datastore!r} does not exist; expected a "
                              "file or folder of datagen samples or packed completions")
+        if not isinstance(self.spec_datastore_learn, bool):
+            raise ValueError(f"spec_datastore_learn: expected True or False, got "
+                             f"{self.spec_datastore_learn!r}")
+        if (not isinstance(self.spec_datastore_learn_tokens, int)
+                or isinstance(self.spec_datastore_learn_tokens, bool)
+                or self.spec_datastore_learn_tokens < 1024):
+            raise ValueError(f"spec_datastore_learn_tokens: expected an integer >= 1024 (tokens "
+                             f"of served answers kept), got {self.spec_datastore_learn_tokens!r}")
         if self.spec_branch_plan not in BRANCH_PLANS:
             raise ValueError(f"spec_branch_plan: expected one of {BRANCH_PLANS}, got "
                              f"{self.spec_branch_plan!r}")

@@ -19,6 +19,7 @@ from turnspec.engine.local.block_manager import BlockManager
 from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.datastore import TokenDatastore
+from turnspec.engine.local.datastore_learn import LearningDatastore
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
 from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.grammar_mask import mask_next
@@ -142,10 +143,14 @@ class EngineCore:
                                    cfg.admit_min_free)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter, context_kv)
-        if cfg.spec_datastore is not None and self.spec_branches < 2:
+        if (cfg.spec_datastore is not None or cfg.spec_datastore_learn) and self.spec_branches < 2:
             raise ValueError(f"spec_datastore: its block rides as a verify branch; expected "
                              f"--spec-branches 2 or more with a speculator, got {self.spec_branches}")
         store = TokenDatastore.from_path(cfg.spec_datastore) if cfg.spec_datastore else None
+        # the served answers feed the datastore branch (datastore_learn.py); None: not learning
+        self.learner = LearningDatastore(store, cfg.spec_datastore_learn_tokens) \
+            if cfg.spec_datastore_learn else None
+        store = self.learner or store
         self.branches = Branches(self.runner, nblocks - scratch, shadow_rows,
                                  self.drafter.config.block_size, self.spec_branches,
                                  cfg.spec_branch_plan, store) if scratch else None
@@ -327,6 +332,8 @@ class EngineCore:
     def _finish(self, seq: Sequence, delta: Delta, now: float, publish: bool = True) -> None:
         if publish:  # computed full blocks stay reusable (next turn, same prefix)
             self.scheduler.commit(seq)
+            if self.learner is not None and seq.finish_reason in ("stop", "length"):
+                self.learner.learn(seq.output_ids)
         self.scheduler.finish(seq)
         self.seqs.pop(seq.request_id, None)
         tm = seq.timing

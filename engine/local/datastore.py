@@ -88,12 +88,17 @@ class TokenDatastore:
     def draft(self, tokens: Sequence[int], width: int) -> list[int]:
         """Up to `width` tokens that the store's answers most often continue `tokens` with;
         [] when its last 3 tokens never occur there."""
+        return self.draft_match(tokens, width)[0]
+
+    def draft_match(self, tokens: Sequence[int], width: int) -> tuple[list[int], int]:
+        """`draft`, and how many of `tokens`' last tokens its sources matched (0: no draft);
+        of two stores, the longer match is the more specific (datastore_learn.py)."""
         if len(tokens) < NGRAM or width < 1:
-            return []
+            return [], 0
         key = _key(int(tokens[-3]), int(tokens[-2]), int(tokens[-1]))
         lo, hi = np.searchsorted(self.keys, key), np.searchsorted(self.keys, key, side="right")
         if lo == hi:
-            return []
+            return [], 0
         ends, store, match = self.ends[lo:hi][-4 * MAX_SOURCES:], self.tokens, NGRAM
         while match < min(MAX_MATCH, len(tokens)):  # the most specific sources
             before = ends - match
@@ -113,7 +118,7 @@ class TokenDatastore:
             token = Counter(nxt[live].tolist()).most_common(1)[0][0]
             out.append(int(token))
             ends = at[nxt == token] - step
-        return out
+        return out, (match if out else 0)
 
 
 def _open(path: Path) -> IO[str]:

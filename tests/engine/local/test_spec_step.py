@@ -34,7 +34,7 @@ def run(core: EngineCore, prompts: list[list[int]], sampling: SamplingParams,
 def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_batch: int = 32,
            min_confidence: float = 0.0, lookup: bool = False, branches: int = 1,
            plan: str = "first", branch_rows: int | None = None,
-           datastore: str | None = None) -> EngineCore:
+           datastore: str | None = None, learn: bool = False) -> EngineCore:
     # policy "always": these properties must hold on every speculative step, and a random
     # drafter would make the adaptive policy pause early (test_spec_policy.py covers pauses);
     # whole DFlash blocks verified unless a test asks for truncation or prompt lookup
@@ -42,7 +42,8 @@ def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_bat
                             max_batch=max_batch, spec_policy="always",
                             spec_min_confidence=min_confidence, spec_lookup=lookup,
                             spec_branches=branches, spec_branch_plan=plan,
-                            spec_branch_rows=branch_rows, spec_datastore=datastore)
+                            spec_branch_rows=branch_rows, spec_datastore=datastore,
+                            spec_datastore_learn=learn)
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 

@@ -30,6 +30,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from statistics import median
 
 import torch
@@ -63,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--spec-lookup, on by default)")
     p.add_argument("--branches", default=None,
                    help="verify branches per greedy row to try, comma-separated, e.g. 1,2,4 "
-                        "(default: the engine's, --spec-branches: 3 on CUDA, 1 on CPU)")
+                        "(default: the engine's, --spec-branches: 16 on CUDA, 1 on CPU)")
     p.add_argument("--branch-plans", default=None,
                    help="which drafts the extra branches swap, to try with each branch count "
                         "above 1: first, planned or first,planned (engine/local/branch_plan.py; "
@@ -204,11 +205,17 @@ def run(args: argparse.Namespace) -> int:
     from turnspec.engine.local.core import EngineCore
     from turnspec.engine.model.cpu_linear import describe_gemm_plan
     from turnspec.kernels.jit_stats import compiled_variants
+    from turnspec.engine.local.datastore import read_answers
     from turnspec.speculator.data import read_samples
+    from turnspec.speculator.evaluate import no_scored_answers_in
 
     cfg = engine_config_from_args(args)
     if cfg.speculator == "none":
         raise ValueError("bench spec needs a drafter: --speculator default|PATH")
+    if cfg.spec_datastore_learn:
+        raise ValueError("--spec-datastore-learn: bench spec times the same prompts under every "
+                         "configuration, so the store would learn the answers it then drafts; "
+                         "expected --spec-datastore PATH with answers to other prompts")
     if args.peer_speculator == "none":
         raise ValueError("--peer-speculator none: expected a second drafter, default|PATH (no "
                          "speculation is already every row's baseline)")
@@ -231,9 +238,12 @@ def run(args: argparse.Namespace) -> int:
         for conf in confs or [0.0]:
             SpecPolicy(mode=pol, min_confidence=conf)  # validates
     heldout: dict[str, list[list[int]]] = {}
-    for s in read_samples(args.data):
-        if s.split == "heldout":
-            heldout.setdefault(s.source, []).append(list(s.input_ids[: s.prompt_len]))
+    held_samples = [s for s in read_samples(args.data) if s.split == "heldout"]
+    for s in held_samples:
+        heldout.setdefault(s.source, []).append(list(s.input_ids[: s.prompt_len]))
+    if any(stores):  # a store holding a timed prompt's answer would draft that very answer
+        no_scored_answers_in(Path(cfg.spec_datastore), list(read_answers(cfg.spec_datastore)),
+                             held_samples)
     by_source = {source: spread(prompts, args.n) for source, prompts in heldout.items()}
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")

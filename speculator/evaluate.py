@@ -123,7 +123,7 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     if datastore is not None:  # read once: for the store and for the check against the scored
         answers = list(read_answers(datastore))
         store = TokenDatastore.from_answers(answers, datastore)
-        _no_scored_answers_in(datastore, answers, [s for splits in sets for seqs in splits.values()
+        no_scored_answers_in(datastore, answers, [s for splits in sets for seqs in splits.values()
                                                    for s in seqs if s.split != "train"])
     model, target = load_for_replay(drafter, model_dir, device)
     dev = target.device
@@ -155,7 +155,7 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
         yield outs
 
 
-def _no_scored_answers_in(datastore: Path, answers: list[list[int]], scored: list[Sample]) -> None:
+def no_scored_answers_in(datastore: Path, answers: list[list[int]], scored: list[Sample]) -> None:
     """A datastore (`answers`, read from `datastore`) that holds any scored turn's answer would
     hand the replay that answer: it is refused, naming how many (a store built from a datagen
     run's samples.jsonl holds its held-out turns too; keep its train split only)."""

@@ -53,17 +53,17 @@ load)   # one server per config, the same turns through each; concurrency 16
     rowargs=(); [ "$rows" != 0 ] && rowargs=(--spec-branch-rows "$rows")
     "${TS[@]}" serve --device "$DEV" --speculator "$D" --spec-policy always --spec-branches "$b" \
       --spec-branch-plan "$plan" "${rowargs[@]}" --port $port --grpc-port -1 --max-batch 32 \
-      > "$R/serve-$b-$plan.log" 2>&1 &
+      > "$R/serve-$b-$plan-$rows.log" 2>&1 &
     pid=$!   # the server itself (not a function's subshell), so TERM reaches it
     for _ in $(seq 600); do healthy $port && break; kill -0 $pid 2>/dev/null || break; sleep 0.5; done
-    healthy $port || { echo "server $cfg not up"; tail -n 20 "$R/serve-$b-$plan.log"; kill $pid; continue; }
+    healthy $port || { echo "server $cfg not up"; tail -n 20 "$R/serve-$b-$plan-$rows.log"; kill $pid; continue; }
     echo "== $cfg: server up after ${SECONDS}s"
     for w in generic voice; do
       ts loadtest --url ws://127.0.0.1:$port/v1/responses --workload speculator/eval/$w.jsonl \
         --concurrency "${C:-16}" --requests "${REQ:-112}" --warmup 4 --max-tokens 160 --no-progress \
-        --max-error-rate 0.05 --out "$R/load-$w-$b-$plan.json" > "$R/load-$w-$b-$plan.txt" 2>&1
-      echo "-- $w ($cfg) after ${SECONDS}s"; sed -n '2p;/^TTFT /p;/^E2E /p;/^server decode/p;/^tau /p' "$R/load-$w-$b-$plan.txt"
-      keep "$R/load-$w-$b-$plan.json"
+        --max-error-rate 0.05 --out "$R/load-$w-$b-$plan-$rows.json" > "$R/load-$w-$b-$plan-$rows.txt" 2>&1
+      echo "-- $w ($cfg) after ${SECONDS}s"; sed -n '2p;/^TTFT /p;/^E2E /p;/^server decode/p;/^tau /p' "$R/load-$w-$b-$plan-$rows.txt"
+      keep "$R/load-$w-$b-$plan-$rows.json"
     done
     kill -TERM $pid; wait $pid
   done

@@ -12,6 +12,7 @@ import pytest
 
 from turnspec.benchmarks.spec import DEFAULT_DATA, spread
 from turnspec.cli.main import main
+from turnspec.engine.local.datastore import read_answers
 
 
 def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
@@ -37,13 +38,22 @@ def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path,
 def test_bench_spec_times_branch_counts(smollm2_dir: Path, tmp_path: Path, capsys) -> None:
     """--branches 1,3 --branch-plans first,planned --datastores off,on: each configuration with
     one verify branch and with three under each plan, without and with the datastore branch
-    (the held-out answers committed beside the drafter as its store), side by side; all stay
-    identical to plain greedy."""
+    (an earlier run's held-out answers as its store, less those of the prompts timed here),
+    side by side; all stay identical to plain greedy. A store holding a timed prompt's answer is
+    refused."""
     out = tmp_path / "spec.json"
-    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
-               "--blocks", "8", "--policies", "always", "--lookups", "on", "--branches",
-               "1,3", "--branch-plans", "first,planned", "--spec-datastore", str(DEFAULT_DATA),
-               "--datastores", "off,on", "--no-transformers", "--json", str(out)])
+    timed = {tuple(a) for a in read_answers(DEFAULT_DATA)}
+    store = tmp_path / "store.jsonl"
+    store.write_text("".join(json.dumps({"completion": a}) + "\n"
+                             for a in read_answers(DEFAULT_DATA.parent / "heldout-run7.jsonl")
+                             if tuple(a) not in timed))
+    args = ["bench", "spec", "--model", str(smollm2_dir), "--n", "1", "--max-new-tokens", "12",
+            "--blocks", "8", "--policies", "always", "--lookups", "on", "--branches",
+            "1,3", "--branch-plans", "first,planned", "--datastores", "off,on",
+            "--no-transformers", "--json", str(out)]
+    assert main([*args, "--spec-datastore", str(DEFAULT_DATA)]) == 2
+    assert "holds the answers of 64 of the 64 held-out turns" in capsys.readouterr().err
+    rc = main([*args, "--spec-datastore", str(store)])
     assert rc == 0
     for row in json.loads(out.read_text())["rows"]:
         assert [(x["branches"], x["plan"], x["datastore"]) for x in row["spec"]] == [
@@ -62,6 +72,10 @@ def test_bench_spec_times_branch_counts(smollm2_dir: Path, tmp_path: Path, capsy
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2
     assert "--datastores on: expected --spec-datastore PATH" in capsys.readouterr().err
+    rc = main(["bench", "spec", "--model", str(smollm2_dir), "--spec-datastore-learn",
+               "--no-transformers", "--json", str(tmp_path / "x.json")])
+    assert rc == 2
+    assert "--spec-datastore-learn: bench spec times the same prompts" in capsys.readouterr().err
     rc = main(["bench", "spec", "--model", str(smollm2_dir), "--branches", "1,two",
                "--no-transformers", "--json", str(tmp_path / "x.json")])
     assert rc == 2

@@ -40,4 +40,4 @@ def test_a_datastore_holding_a_scored_answer_is_refused(tmp_path) -> None:
     from turnspec.engine.local.datastore import read_answers
 
     # the train split alone: nothing to refuse
-    evaluate._no_scored_answers_in(store, list(read_answers(store)), [held])
+    evaluate.no_scored_answers_in(store, list(read_answers(store)), [held])

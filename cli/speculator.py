@@ -184,8 +184,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--branches", type=int, default=1,
                    help="with --lookup: verify this many blocks a step and keep the one accepted "
                         "furthest, as `serve --spec-branches N` does (split NAME+lookup+Nbr; "
-                        "the CUDA default is 3; default: %(default)s)")
-    e.add_argument("--branch-plan", choices=BRANCH_PLANS, default="first",
+                        "the CUDA default is 16; default: %(default)s)")
+    e.add_argument("--branch-plan", choices=BRANCH_PLANS, default="planned",
                    help="with --branches: which drafts the drafter's extra blocks swap, as "
                         "`serve --spec-branch-plan` (split NAME+lookup+Nbr+planned for planned; "
                         "default: %(default)s)")

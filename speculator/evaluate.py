@@ -172,8 +172,8 @@ def no_scored_answers_in(datastore: Path, answers: list[list[int]], scored: list
 
 def branch_suffix(branches: int, plan: str, datastore: bool = False) -> str:
     """A split label's tail for the verify branches it was scored with: "" for one, "+3br" for
-    three planned "first" (the engine's default), "+3br+planned" for three planned, then "+ds"
-    with a datastore branch."""
+    three whose first drafts are swapped ("first"), "+3br+planned" for three planned (the
+    engine's default plan), then "+ds" with a datastore branch."""
     if branches < 2:
         return ""
     return f"+{branches}br" + ("" if plan == "first" else f"+{plan}") + ("+ds" if datastore else "")

@@ -7,7 +7,7 @@ import argparse
 
 from turnspec.engine.local import LocalEngineConfig
 from turnspec.engine.local.branch_plan import BRANCH_PLANS
-from turnspec.engine.local.config import SPEC_POLICY_MODES
+from turnspec.engine.local.config import SPEC_BRANCH_ROWS, SPEC_POLICY_MODES
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 
@@ -35,17 +35,18 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                    help="blocks each greedy row verifies in one pass, keeping the one accepted "
                         "furthest: 2 adds the block the lookup rule passed over (drafter's or "
                         "lookup), more add the drafter's block under its next most likely "
-                        "first tokens; 1..16, each one more verify row (default: 3 on CUDA "
+                        "first tokens; 1..16, each one more verify row (default: 16 on CUDA "
                         "with a speculator, 1 on CPU)")
-    g.add_argument("--spec-branch-plan", choices=BRANCH_PLANS, default="first",
+    g.add_argument("--spec-branch-plan", choices=BRANCH_PLANS, default="planned",
                    help="which drafts the drafter's extra branches swap: first, its first draft "
                         "for its next most likely first tokens; planned, the swaps that add the "
                         "most expected accepted drafts by the drafter's probabilities at every "
                         "position (default: %(default)s)")
-    g.add_argument("--spec-branch-rows", type=int, default=None,
+    g.add_argument("--spec-branch-rows", type=int, default=SPEC_BRANCH_ROWS,
                    help="extra verify rows the branches may add to one step over the whole batch, "
                         "handed out by rank (every row's first extra branch, then every row's "
-                        "second...); default: all branches of every greedy row")
+                        "second...): one stream gets all its branches, a full batch a few each; "
+                        "0: no cap, every branch of every greedy row (default: %(default)s)")
     g.add_argument("--spec-datastore", default=None, metavar="PATH",
                    help="the target's earlier answers (datagen samples.jsonl or packed completions, "
                         "a file or folder): with 2+ branches, a greedy row's last extra branch "
@@ -86,7 +87,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         speculator=args.speculator, spec_block_size=args.spec_block_size,
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         spec_lookup=args.spec_lookup == "on", spec_branches=args.spec_branches,
-        spec_branch_plan=args.spec_branch_plan, spec_branch_rows=args.spec_branch_rows,
+        spec_branch_plan=args.spec_branch_plan, spec_branch_rows=args.spec_branch_rows or None,
         spec_datastore=args.spec_datastore, spec_datastore_learn=args.spec_datastore_learn,
         spec_datastore_learn_tokens=args.spec_datastore_learn_tokens,
         max_batch=args.max_batch, max_context=args.max_context,

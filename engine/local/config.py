@@ -12,7 +12,8 @@ from turnspec.engine.model.cpu_linear import CPU_GEMMS
 
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
 MAX_SPEC_BRANCHES = 16  # verify branches per greedy row (branch.py)
-CUDA_SPEC_BRANCHES = 3  # the default on CUDA (spec_branches)
+CUDA_SPEC_BRANCHES = 16  # the default on CUDA (spec_branches)
+SPEC_BRANCH_ROWS = 32  # the default cap on a step's extra verify rows (spec_branch_rows)
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
@@ -47,19 +48,22 @@ class LocalEngineConfig:
     # verify branches per greedy row (branch.py): 1 verifies the block the drafter and the
     # lookup rule chose; 2 also the block the rule passed over; more also the drafter's block
     # with its first draft swapped for the next most likely first tokens. Each branch is one
-    # more verify row. None: CUDA_SPEC_BRANCHES on CUDA (docs/benchmarks.md: voice 3.50x ->
-    # 4.10x over plain decode on the H200, 48 turns), 1 on CPU (a row's compute a branch)
+    # more verify row. None: CUDA_SPEC_BRANCHES on CUDA (docs/benchmarks.md: one stream, voice
+    # 4.03x -> 4.64x and generic 1.36x -> 1.70x over plain decode on the H200 against 3
+    # branches), 1 on CPU (a row's compute a branch)
     spec_branches: int | None = None
     # which drafts the drafter's swapped blocks swap (branch_plan.py): "first" its first draft
     # for its next most likely first tokens; "planned" the swaps that add the most expected
-    # accepted drafts, by the drafter's probabilities at every position
-    spec_branch_plan: str = "first"
+    # accepted drafts, by the drafter's probabilities at every position (more τ at every branch
+    # count, docs/dflash.md §7)
+    spec_branch_plan: str = "planned"
     # extra verify rows the branches may add to one step, over the whole batch (spec_step.py
     # hands them out by rank: every greedy row's first extra branch, then every row's second...).
     # None: every greedy row verifies all its branches, max_batch * (branches - 1) rows at most.
-    # A cap keeps a wide tree cheap under load: one stream gets all its branches, a full batch
-    # a few each
-    spec_branch_rows: int | None = None
+    # The cap keeps a wide tree cheap under load: one stream gets all its branches, a full batch
+    # one each (docs/benchmarks.md: 32 streams on the H200, 16 branches with no cap lost a
+    # third of the voice tok/s; with 32 rows they beat 3 uncapped branches)
+    spec_branch_rows: int | None = SPEC_BRANCH_ROWS
     # the target's earlier answers (datagen samples or packed completions, a file or a folder):
     # with 2+ branches, a greedy row's last extra branch is the continuation those answers most
     # often took after its last tokens (datastore.py); None: no datastore branch

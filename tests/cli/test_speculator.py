@@ -71,19 +71,19 @@ def test_train_eval_export(tiny_data, tiny_target_dir, tmp_path, capsys):
     assert "B=3" in err and "B=2" in err and "tools-heldout" in err
     with pytest.raises(SystemExit):
         _run("speculator", "eval", "--data", str(held), "--block-size", "8,x")
-    # with lookup as the engine serves it on CUDA: three verify branches a step
+    # with lookup and three verify branches a step, their first drafts swapped
     assert _run("speculator", "eval", "--data", str(held), *common, "--drafter",
                 str(run / "drafter"), "--samples", "4", "--block-size", "3", "--device", "cpu",
-                "--lookup", "--branches", "3", "--json", str(multi)) == 0
+                "--lookup", "--branches", "3", "--branch-plan", "first", "--json", str(multi)) == 0
     br = json.loads(multi.read_text())["tau"]
     assert set(br) == {"generic-heldout", "tools-heldout", "generic-heldout+lookup+3br",
                        "tools-heldout+lookup+3br"}
     assert all(1.0 <= t <= 3.0 for t in br.values())
-    # the same with the planned swaps (`--spec-branch-plan planned`): its own split names
+    # the same with the planned swaps (the default, as `serve --spec-branch-plan`): its own
+    # split names
     assert _run("speculator", "eval", "--data", str(held), *common, "--drafter",
                 str(run / "drafter"), "--samples", "4", "--block-size", "3", "--device", "cpu",
-                "--lookup", "--branches", "3", "--branch-plan", "planned",
-                "--json", str(multi)) == 0
+                "--lookup", "--branches", "3", "--json", str(multi)) == 0
     planned = json.loads(multi.read_text())["tau"]
     assert set(planned) == {"generic-heldout", "tools-heldout",
                             "generic-heldout+lookup+3br+planned", "tools-heldout+lookup+3br+planned"}

@@ -52,19 +52,20 @@ def test_prompt_lookup_is_on_by_default() -> None:
     assert p.parse_args(["--spec-lookup", "off"]).spec_lookup == "off"
 
 
-def test_verify_branches_default_to_three_on_cuda_with_a_drafter_only() -> None:
-    """CUDA serves three verify branches a greedy row by default (a branch is one more row of a
+def test_verify_branches_default_to_sixteen_on_cuda_with_a_drafter_only() -> None:
+    """CUDA serves sixteen verify branches a greedy row by default (a branch is one more row of a
     launch-bound verify there); a CPU, where a branch costs a row's compute, and an engine
     without a drafter verify one; an explicit count always wins."""
     cfg = LocalEngineConfig(model_dir="m")
-    assert cfg.branches_for(on_cpu=False, has_drafter=True) == 3
+    assert cfg.branches_for(on_cpu=False, has_drafter=True) == 16
     assert cfg.branches_for(on_cpu=True, has_drafter=True) == 1
     assert cfg.branches_for(on_cpu=False, has_drafter=False) == 1
     assert LocalEngineConfig(model_dir="m", spec_branches=2).branches_for(True, True) == 2
 
 
 def test_branch_rows_cap_what_the_batch_could_use() -> None:
-    cfg = LocalEngineConfig(model_dir="m", max_batch=4)
+    cfg = LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=None)
     assert cfg.branch_rows(3) == 8  # every greedy row all its branches
+    assert LocalEngineConfig(model_dir="m").branch_rows(16) == 32  # the default cap
     assert LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=5).branch_rows(3) == 5
     assert LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=50).branch_rows(3) == 8

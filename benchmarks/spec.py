@@ -203,9 +203,9 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from turnspec.engine.local.core import EngineCore
+    from turnspec.engine.local.datastore import read_answers
     from turnspec.engine.model.cpu_linear import describe_gemm_plan
     from turnspec.kernels.jit_stats import compiled_variants
-    from turnspec.engine.local.datastore import read_answers
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.evaluate import no_scored_answers_in
 

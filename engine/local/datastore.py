@@ -101,6 +101,11 @@ class TokenDatastore:
             return [], 0
         ends, store, match = self.ends[lo:hi][-4 * MAX_SOURCES:], self.tokens, NGRAM
         while match < min(MAX_MATCH, len(tokens)):  # the most specific sources
+            if len(ends) == 1:  # one source: extend its match token by token
+                end, limit = int(ends[0]), min(MAX_MATCH, len(tokens), int(ends[0]) + 1)
+                while match < limit and store[end - match] == tokens[-1 - match]:
+                    match += 1
+                break
             before = ends - match
             keep = ends[(before >= 0) & (store[np.maximum(before, 0)] == tokens[-1 - match])]
             if not len(keep):
@@ -109,14 +114,20 @@ class TokenDatastore:
         ends = ends[-MAX_SOURCES:]
         out: list[int] = []
         for step in range(1, width + 1):
+            if len(ends) == 1:  # one source left: the rest of its answer, as far as width goes
+                rest = store[int(ends[0]) + step:int(ends[0]) + width + 1]
+                cut = np.flatnonzero(rest < 0)
+                out += rest[:cut[0] if len(cut) else len(rest)].tolist()
+                break
             at = ends + step
             at = at[at < len(store)]
             nxt = store[at]
-            live = nxt >= 0
-            if not live.any():
+            votes = nxt[nxt >= 0]
+            if not len(votes):
                 break
-            token = Counter(nxt[live].tolist()).most_common(1)[0][0]
-            out.append(int(token))
+            token = int(votes[0]) if (votes == votes[0]).all() else \
+                Counter(votes.tolist()).most_common(1)[0][0]  # ties: the earliest source's
+            out.append(token)
             ends = at[nxt == token] - step
         return out, (match if out else 0)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,51 @@ def test_draft_prefers_the_longest_match() -> None:
     store = TokenDatastore([[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], [9, 2, 3, 4, 8, 8]])
     assert store.draft([0, 2, 3, 4], 3) == [5, 6]
     assert store.draft([9, 2, 3, 4], 3) == [8, 8]
+
+
+def _reference_draft(answers: list[list[int]], tokens: list[int], width: int):
+    """The datastore's rule, written plainly: every place the last 3 tokens occur, kept while
+    the match extends backwards (up to 12 tokens), then the most common next token (ties: the
+    earliest source), step by step."""
+    store: list[int] = []
+    for a in answers:
+        store += [*a, -1]
+    ends = [e for e in range(2, len(store)) if store[e - 2:e + 1] == tokens[-3:]]
+    if len(tokens) < 3 or not ends:
+        return [], 0
+    match = 3
+    while match < min(12, len(tokens)):
+        keep = [e for e in ends if e - match >= 0 and store[e - match] == tokens[-1 - match]]
+        if not keep:
+            break
+        ends, match = keep, match + 1
+    out: list[int] = []
+    for step in range(1, width + 1):
+        votes = [store[e + step] for e in ends if e + step < len(store) and store[e + step] >= 0]
+        if not votes:
+            break
+        token = Counter(votes).most_common(1)[0][0]
+        out.append(token)
+        ends = [e for e in ends if e + step < len(store) and store[e + step] == token]
+    return out, (match if out else 0)
+
+
+def test_drafts_match_the_rule_written_plainly() -> None:
+    """Random small-vocabulary stores and queries (few sources and many, long matches and
+    none): the indexed draft, with its one-source shortcut, equals the plain rule."""
+    rng = random.Random(0)
+    for _ in range(300):
+        vocab = rng.choice([3, 5, 9])
+        answers = [[rng.randrange(vocab) for _ in range(rng.randrange(1, 30))]
+                   for _ in range(rng.randrange(1, 12))]
+        store = TokenDatastore(answers)
+        for _ in range(10):
+            src = rng.choice(answers)
+            tokens = src[:rng.randrange(0, len(src) + 1)] if rng.random() < 0.6 else \
+                [rng.randrange(vocab) for _ in range(rng.randrange(0, 15))]
+            width = rng.randrange(1, 16)
+            assert store.draft_match(tokens, width) == _reference_draft(answers, tokens, width), \
+                (answers, tokens, width)
 
 
 def test_answers_never_run_into_each_other() -> None:

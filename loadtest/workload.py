@@ -154,6 +154,23 @@ def check_record(record: Any) -> str | None:
     return None
 
 
+def merge_spoken_calls(messages: list[Any]) -> list[Any]:
+    """An assistant message of text alone followed by one of tool calls alone ("one moment,
+    let me check", then the call) as one assistant turn: the text, then the calls, the way
+    Responses input items and a model's own reply hold them. Anything else is left as it is
+    (check_record judges it)."""
+    out: list[Any] = []
+    for m in messages:
+        prev = out[-1] if out else None
+        if (isinstance(m, dict) and isinstance(prev, dict) and m.get("role") == "assistant"
+                and prev.get("role") == "assistant" and not prev.get("tool_calls")
+                and m.get("tool_calls") and not m.get("content")):
+            out[-1] = {**prev, "tool_calls": m["tool_calls"]}
+        else:
+            out.append(m)
+    return out
+
+
 def load_jsonl(path: str | Path, max_tokens: int) -> tuple[list[Script], list[str]]:
     """(usable conversations, one message per unusable line naming the file, line and field)."""
     scripts, errors = [], []
@@ -169,6 +186,8 @@ def load_jsonl(path: str | Path, max_tokens: int) -> tuple[list[Script], list[st
         except ValueError as e:
             errors.append(f"{path}:{n}: not JSON ({e})")
             continue
+        if isinstance(record, dict) and isinstance(record.get("messages"), list):
+            record["messages"] = merge_spoken_calls(record["messages"])
         problem = check_record(record)
         if problem is None:
             conv_id = str(record.get("id") or f"line-{n}")

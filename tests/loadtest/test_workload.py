@@ -79,6 +79,25 @@ def test_malformed_lines_are_named_and_skipped(tmp_path):
     ]
 
 
+def test_spoken_words_then_a_call_are_one_turn(tmp_path):
+    """An assistant line and then its tool call as two messages (the independent eval set's
+    way) load as one turn holding both; two assistant texts in a row still do not load."""
+    said = {"role": "assistant", "content": "One moment, let me look."}
+    called = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+    split = [*MESSAGES[:2], said, called, *MESSAGES[3:]]
+    twice = [*MESSAGES[:2], said, said, *MESSAGES[3:]]
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps({"id": "split", "messages": split}) + "\n"
+                    + json.dumps({"id": "twice", "messages": twice}) + "\n")
+    scripts, errors = load_jsonl(path, 48)
+    assert [s.id for s in scripts] == ["split"]
+    turns = scripts[0].turns
+    assert [(t.index, t.kind) for t in turns] == [(2, "tool_call"), (4, "text"), (6, "open")]
+    assert turns[0].expected == {**said, "tool_calls": [CALL]}
+    assert errors == [f"{path}:2: messages[3]: an assistant message (a turn) must follow a "
+                      "system, user or tool message"]
+
+
 def test_a_file_with_nothing_usable_raises_with_every_reason(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("nope\n")

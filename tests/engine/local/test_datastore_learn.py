@@ -7,14 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
-from tests.engine.local.test_spec_step import engine, run
-from tests.engine.tiny import make_drafter, make_target
+from tests.engine.local.test_spec_step import engine, greedy_case, run
+from tests.engine.tiny import make_drafter
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.datastore_learn import REBUILD_MIN_TOKENS, LearningDatastore
-from turnspec.engine.protocol import SamplingParams
 
 
 @pytest.mark.parametrize("background", [False, True])
@@ -69,11 +67,7 @@ def test_an_engine_learning_its_answers_stays_greedy_and_drafts_them(tmp_path: P
     the target says, so the repeat takes fewer verify steps, and the output is still plain
     greedy."""
     vocab, seed = 12, 1
-    target = make_target(tmp_path, vocab, seed)
-    g = torch.Generator().manual_seed(seed)
-    prompts = [torch.randint(2, vocab, (int(n),), generator=g).tolist() for n in (5, 9, 13)]
-    sampling = SamplingParams(max_tokens=32, ignore_eos=True)
-    plain, _ = run(engine(target, vocab), prompts, sampling)
+    target, prompts, sampling, plain = greedy_case(tmp_path, vocab, seed, (5, 9, 13), 32)
     core = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=2)
     assert core.learner is None
     core = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=2,

@@ -47,6 +47,18 @@ def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_bat
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
+def greedy_case(tmp_path: Path, vocab: int, seed: int, lengths: tuple[int, ...],
+                max_tokens: int) -> tuple[Path, list[list[int]], SamplingParams, list[list[int]]]:
+    """A tiny target, prompts of `lengths` tokens, greedy sampling, and the target's plain
+    greedy answers to them."""
+    target = make_target(tmp_path, vocab, seed)
+    g = torch.Generator().manual_seed(seed)
+    prompts = [torch.randint(2, vocab, (int(n),), generator=g).tolist() for n in lengths]
+    sampling = SamplingParams(max_tokens=max_tokens, ignore_eos=True)
+    plain, _ = run(engine(target, vocab), prompts, sampling)
+    return target, prompts, sampling, plain
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_greedy_speculation_is_token_identical(tmp_path: Path, seed: int) -> None:
     vocab = 12 + 3 * seed  # small vocabularies: random drafts get accepted often enough
@@ -189,11 +201,7 @@ def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) ->
     from turnspec.engine.local.datastore import TokenDatastore
 
     vocab, seed = 12, 1
-    target = make_target(tmp_path, vocab, seed)
-    g = torch.Generator().manual_seed(seed)
-    prompts = [torch.randint(2, vocab, (int(n),), generator=g).tolist() for n in (5, 9, 13)]
-    sampling = SamplingParams(max_tokens=32, ignore_eos=True)
-    plain, _ = run(engine(target, vocab), prompts, sampling)
+    target, prompts, sampling, plain = greedy_case(tmp_path, vocab, seed, (5, 9, 13), 32)
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"completion": p}) + "\n" for p in plain))
     drafted, adopted = [], []

@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from turnspec.engine.local.core import EngineCore
-    from turnspec.engine.local.datastore import read_answers
+    from turnspec.engine.local.datastore import TokenDatastore, read_answers
     from turnspec.engine.model.cpu_linear import describe_gemm_plan
     from turnspec.kernels.jit_stats import compiled_variants
     from turnspec.speculator.data import read_samples
@@ -241,19 +241,21 @@ def run(args: argparse.Namespace) -> int:
     held_samples = [s for s in read_samples(args.data) if s.split == "heldout"]
     for s in held_samples:
         heldout.setdefault(s.source, []).append(list(s.input_ids[: s.prompt_len]))
-    if any(stores):  # a store holding a timed prompt's answer would draft that very answer
-        no_scored_answers_in(Path(cfg.spec_datastore), list(read_answers(cfg.spec_datastore)),
-                             held_samples)
+    store = None
+    if any(stores):  # read once: for the cores, and for the check that no timed answer is in it
+        answers = list(read_answers(cfg.spec_datastore))
+        store = TokenDatastore.from_answers(answers, cfg.spec_datastore)
+        no_scored_answers_in(Path(cfg.spec_datastore), answers, held_samples)
     by_source = {source: spread(prompts, args.n) for source, prompts in heldout.items()}
     if not by_source:
         raise ValueError(f"{args.data}: no held-out samples")
     spec_cfg = replace(cfg, spec_block_size=max(blocks),
                        spec_branches=max(counts) if counts else cfg.spec_branches)
-    spec_core = EngineCore(spec_cfg)
+    spec_core = EngineCore(spec_cfg, datastore=store)
     spec_cores = {"main": spec_core}
     if args.peer_speculator:
         spec_cores["peer"] = EngineCore(replace(spec_cfg, speculator=args.peer_speculator),
-                                        tokenizer=spec_core.tokenizer)
+                                        tokenizer=spec_core.tokenizer, datastore=store)
     # each core's branch scratch, for the configurations with several
     branches = {name: core.branches for name, core in spec_cores.items()}
     plain_core = EngineCore(replace(cfg, speculator="none", spec_datastore=None),

@@ -74,9 +74,11 @@ def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_cont
 
 
 class EngineCore:
-    def __init__(self, cfg: LocalEngineConfig, tokenizer=None, drafter=None) -> None:
+    def __init__(self, cfg: LocalEngineConfig, tokenizer=None, drafter=None,
+                 datastore: TokenDatastore | None = None) -> None:
         """`tokenizer`/`drafter` may be passed in (tests with tiny models); by default they
-        are loaded from `cfg.model_dir` and `cfg.speculator`."""
+        are loaded from `cfg.model_dir` and `cfg.speculator`. `datastore`: cfg.spec_datastore's
+        answers already read (bench spec shares one store between its cores and its check)."""
         self.cfg = cfg
         device, dtype = cfg.torch_device, cfg.torch_dtype
         if cfg.threads:
@@ -146,7 +148,11 @@ class EngineCore:
         if (cfg.spec_datastore is not None or cfg.spec_datastore_learn) and self.spec_branches < 2:
             raise ValueError(f"spec_datastore: its block rides as a verify branch; expected "
                              f"--spec-branches 2 or more with a speculator, got {self.spec_branches}")
-        store = TokenDatastore.from_path(cfg.spec_datastore) if cfg.spec_datastore else None
+        if datastore is not None and cfg.spec_datastore is None:
+            raise ValueError("datastore: given without cfg.spec_datastore; expected the store "
+                             "read from that path")
+        store = datastore if datastore is not None else \
+            TokenDatastore.from_path(cfg.spec_datastore) if cfg.spec_datastore else None
         # the served answers feed the datastore branch (datastore_learn.py); None: not learning
         self.learner = LearningDatastore(store, cfg.spec_datastore_learn_tokens) \
             if cfg.spec_datastore_learn else None

@@ -4,6 +4,7 @@ target's distribution (chi-squared on a tiny vocabulary)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,13 @@ def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) ->
     assert any(len(d) >= 2 for d in drafted) and adopted
     with pytest.raises(ValueError, match="spec_datastore: its block rides as a verify branch"):
         engine(target, vocab, make_drafter(target, 8, seed), lookup=True, datastore=str(answers))
+    # a store already read (bench spec's) is used as it is, and only for cfg.spec_datastore
+    read = TokenDatastore.from_path(answers)
+    shared = EngineCore(core.cfg, tokenizer=core.tokenizer, drafter=core.drafter, datastore=read)
+    assert shared.branches.datastore is read
+    with pytest.raises(ValueError, match="datastore: given without cfg.spec_datastore"):
+        EngineCore(replace(core.cfg, spec_datastore=None), tokenizer=core.tokenizer,
+                   drafter=core.drafter, datastore=read)
     with pytest.raises(ValueError, match="spec_datastore: .* does not exist"):
         engine(target, vocab, make_drafter(target, 8, seed), branches=2,
                datastore=str(tmp_path / "missing"))

@@ -24,7 +24,7 @@ policy.lookup_below), whose continuation agrees with its first drafts and runs l
 more than the drafter expects, takes the continuation of the latest earlier occurrence of its
 last tokens instead (ngram.py), when there is one: copies from the context that the drafter
 cuts short.
-Multi-branch verify (`branches`, branch.py; three on CUDA, one on CPU): a greedy row also
+Multi-branch verify (`branches`, branch.py; 16 on CUDA, one on CPU): a greedy row also
 verifies the block the lookup rule did not pick, the drafter's block under its next guesses
 (branch_plan.py) and, with a datastore, the continuation the target's earlier answers took
 (datastore.py), as shadow rows of the same pass, and commits whichever the target accepts

@@ -33,7 +33,12 @@ from turnspec.engine.local.branch_plan import apply_swaps, plan_swaps
 from turnspec.engine.local.datastore import TokenDatastore
 from turnspec.engine.local.ngram import ngram_lookup
 from turnspec.engine.local.runner import next_guesses
-from turnspec.engine.local.spec_step import LOOKUP_AGREE, branch_candidates, takes_lookup
+from turnspec.engine.local.spec_step import (
+    LOOKUP_AGREE,
+    branch_candidates,
+    first_swaps,
+    takes_lookup,
+)
 from turnspec.speculator.data import Sample
 from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
@@ -55,7 +60,7 @@ Plan = Callable[[list[int], list[float], list[list[tuple[int, float]]], int], li
 def first_plan(own: list[int], p: list[float], alts: list[list[tuple[int, float]]],
                extra: int) -> list[list[int]]:
     """The engine's "first": the drafter's next most likely first tokens (first_swaps)."""
-    return [[t] + own[1:] for t, _ in alts[0][:extra]]
+    return first_swaps(own, [t for t, _ in alts[0][:extra]])
 
 
 def planned_plan(own: list[int], p: list[float], alts: list[list[tuple[int, float]]],

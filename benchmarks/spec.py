@@ -6,8 +6,8 @@ the machine's speed hits them alike. DFlash runs once per policy (engine/local/s
 block size, verify-confidence threshold (`--confidences`; "p0.1" in the table) and prompt-lookup
 drafts where the drafter expects little (`--lookups`; "+lookup"), and verify branches per greedy
 row (`--branches`; "+3br": also the block the lookup rule did not pick and the drafter's block
-under other first tokens, engine/local/branch.py; `--branch-plans planned`: "+3br planned", the
-swaps engine/local/branch_plan.py plans at every position). `--peer-speculator PATH` times a second
+under other first tokens, engine/spec/planner.py; `--branch-plans planned`: "+3br planned", the
+swaps engine/spec/swaps.py plans at every position). `--peer-speculator PATH` times a second
 drafter beside `--speculator` in every configuration (rows marked "peer"), so two drafters
 compare in one run. On CUDA an untimed pass over every prompt and configuration comes first, so
 Triton compiles (one per new kernel variant) stay out of the timed pass; the JSON records how
@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from statistics import median
@@ -38,9 +38,11 @@ import torch
 from turnspec.benchmarks.host import cpu_name
 from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
 from turnspec.engine.local.args import add_engine_args, engine_config_from_args
-from turnspec.engine.local.branch_plan import BRANCH_PLANS
-from turnspec.engine.local.config import MAX_SPEC_BRANCHES
+from turnspec.engine.local.spec_build import Speculation, respecified
 from turnspec.engine.local.spec_policy import SpecPolicy
+from turnspec.engine.spec.options import MAX_BRANCHES as MAX_SPEC_BRANCHES
+from turnspec.engine.spec.options import SpecOptions
+from turnspec.engine.spec.swaps import BRANCH_PLANS
 from turnspec.speculator.tau import format_interval, tau_interval
 
 DEFAULT_DATA = DEFAULT_DRAFTER_DIR / "heldout.jsonl"
@@ -67,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the engine's, --spec-branches: 16 on CUDA, 1 on CPU)")
     p.add_argument("--branch-plans", default=None,
                    help="which drafts the extra branches swap, to try with each branch count "
-                        "above 1: first, planned or first,planned (engine/local/branch_plan.py; "
+                        "above 1: first, planned or first,planned (engine/spec/swaps.py; "
                         "default: the engine's, --spec-branch-plan)")
     p.add_argument("--datastores", default=None,
                    help="the datastore branch to try with each branch count above 1: off, on or "
@@ -129,14 +131,14 @@ def decode_one(core, prompt: list[int], max_new: int, block: int | None) -> tupl
 
 
 def _engine_runs(plain_core, spec_cores: dict[str, object], prompt: list[int], max_new: int,
-                 states: dict[tuple, tuple[SpecPolicy, object]]) -> list[tuple]:
+                 states: dict[tuple, Speculation]) -> list[tuple]:
     """`decode_one` for no speculation, then for each (policy, block, confidence, lookup,
-    branches, plan, datastore, drafter) in `states` order with that configuration's policy state and branch
-    scratch (None: one branch) on that drafter's spec core ("main" or "peer")."""
+    branches, plan, datastore, drafter) in `states` order with that configuration's speculation
+    (its options and policy state, `_states`) on that drafter's spec core ("main" or "peer")."""
     runs = [decode_one(plain_core, prompt, max_new, None)]
-    for (_, block, *_, drafter), (policy, branches) in states.items():
+    for (_, block, *_, drafter), spec in states.items():
         core = spec_cores[drafter]
-        core.policy, core.branches = policy, branches
+        core.speculation = spec
         runs.append(decode_one(core, prompt, max_new, block))
     return runs
 
@@ -161,18 +163,17 @@ def _branch_counts(arg: str | None) -> list[int]:
     return counts
 
 
-def _policy(c: tuple) -> SpecPolicy:
-    """A configuration (policy, block, confidence, lookup, branches, plan, datastore, drafter)
-    -> its policy."""
-    return SpecPolicy(mode=c[0], min_confidence=c[2], lookup=c[3])
-
-
-def _states(configs: list[tuple], branches: dict[str, object]) -> dict[tuple, tuple[SpecPolicy, object]]:
-    """Each configuration's fresh policy state and its branch scratch (its drafter's core's
-    `branches` limited to its branch count, plan and datastore, None for one branch), as
-    `_engine_runs` takes them."""
-    return {c: (_policy(c), branches[c[7]].limited(c[4], c[5], c[6]) if c[4] > 1 else None)
-            for c in configs}
+def _states(configs: list[tuple], bases: dict[str, Speculation],
+            max_batch: int) -> dict[tuple, Speculation]:
+    """Each configuration (policy, block, confidence, lookup, branches, plan, datastore,
+    drafter) as a speculation of its drafter's core (`bases`: each core's own, built for the
+    widest configuration), with a fresh policy state, as `_engine_runs` takes them."""
+    out = {}
+    for c in configs:
+        base = bases[c[7]]
+        opts = replace(base.options, min_confidence=c[2], lookup=c[3], branches=c[4], plan=c[5])
+        out[c] = respecified(base, opts, c[0], max_batch, datastore=c[6])
+    return out
 
 
 def _config_label(x: dict) -> str:
@@ -200,11 +201,9 @@ def _run_hf(hf, prompt: list[int], max_new: int, eos: int, lookup: int | None) -
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from turnspec.engine.local.core import EngineCore
-    from turnspec.engine.local.datastore import TokenDatastore, read_answers
     from turnspec.engine.model.cpu_linear import describe_gemm_plan
+    from turnspec.engine.spec.proposers.datastore import TokenDatastore, read_answers
     from turnspec.kernels.jit_stats import compiled_variants
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.evaluate import no_scored_answers_in
@@ -234,9 +233,10 @@ def run(args: argparse.Namespace) -> int:
     if not set(plans) <= set(BRANCH_PLANS):
         raise ValueError(f"--branch-plans {args.branch_plans!r}: expected plans of "
                          f"{BRANCH_PLANS}, comma-separated")
-    for pol in policies:
-        for conf in confs or [0.0]:
-            SpecPolicy(mode=pol, min_confidence=conf)  # validates
+    for pol in policies:  # validates
+        SpecPolicy(mode=pol)
+    for conf in confs:
+        SpecOptions(min_confidence=conf)
     heldout: dict[str, list[list[int]]] = {}
     held_samples = [s for s in read_samples(args.data) if s.split == "heldout"]
     for s in held_samples:
@@ -256,8 +256,8 @@ def run(args: argparse.Namespace) -> int:
     if args.peer_speculator:
         spec_cores["peer"] = EngineCore(replace(spec_cfg, speculator=args.peer_speculator),
                                         tokenizer=spec_core.tokenizer, datastore=store)
-    # each core's branch scratch, for the configurations with several
-    branches = {name: core.branches for name, core in spec_cores.items()}
+    # each core's speculation as built (the widest configuration's scratch KV and the stores)
+    bases = {name: core.speculation for name, core in spec_cores.items()}
     plain_core = EngineCore(replace(cfg, speculator="none", spec_datastore=None),
                             tokenizer=spec_core.tokenizer)
     hf = None
@@ -272,9 +272,9 @@ def run(args: argparse.Namespace) -> int:
         decode_one(core, warm, 4, max(blocks))
     if hf is not None:
         _run_hf(hf, warm, 4, eos, None)
-    confs = confs or [spec_core.policy.min_confidence]  # the engine's defaults
-    lookups = lookups or [spec_core.policy.lookup]
-    counts = counts or [spec_core.spec_branches]  # the engine's default
+    confs = confs or [bases["main"].options.min_confidence]  # the engine's defaults
+    lookups = lookups or [bases["main"].options.lookup]
+    counts = counts or [bases["main"].options.branches]
     plans = plans or [cfg.spec_branch_plan]
     configs = [(pol, b, c, lk, n, plan, ds, d) for pol in policies for b in blocks for c in confs
                for lk in lookups for n in counts for plan in (plans if n > 1 else plans[:1])
@@ -283,9 +283,9 @@ def run(args: argparse.Namespace) -> int:
         for prompts in by_source.values():
             for p in prompts:
                 _engine_runs(plain_core, spec_cores, p, args.max_new_tokens,
-                             _states(configs, branches))
+                             _states(configs, bases, cfg.max_batch))
     compiles0 = compiled_variants()
-    passes = [_timed_pass(plain_core, spec_cores, hf, by_source, configs, branches, args, eos)
+    passes = [_timed_pass(plain_core, spec_cores, hf, by_source, configs, bases, args, eos)
               for _ in range(args.repeat)]
     rows = []
     for source, prompts in sorted(by_source.items()):
@@ -343,16 +343,17 @@ def spread(items: list, n: int) -> list:
 
 
 def _timed_pass(plain_core, spec_cores: dict[str, object], hf, by_source: dict[str, list[list[int]]],
-                configs: list, branches: dict[str, object], args: argparse.Namespace,
+                configs: list, bases: dict[str, Speculation], args: argparse.Namespace,
                 eos: int) -> dict[str, dict]:
     """One timed pass: per source, per configuration ("plain", each config, "hf", "lookup"),
     its totals. Interleaved per prompt (plain, every spec config, transformers, prompt-lookup),
     so a machine that slows down or speeds up mid-run shifts every configuration alike.
-    `branches`: each spec core's branch scratch, for the configurations with several."""
+    `bases`: each spec core's own speculation (`_states`)."""
     out = {}
     for source, prompts in sorted(by_source.items()):
         acc = {name: ConfigTotals() for name in ["plain", *configs, "hf", "lookup"]}
-        states = _states(configs, branches)  # fresh per-config step times
+        # fresh per-config step times
+        states = _states(configs, bases, plain_core.cfg.max_batch)
         for p in prompts:
             runs = _engine_runs(plain_core, spec_cores, p, args.max_new_tokens, states)
             for name, r in zip(["plain", *configs], runs, strict=True):

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from turnspec.engine.local.branch_plan import BRANCH_PLANS
+from turnspec.engine.spec.swaps import BRANCH_PLANS
 from turnspec.speculator.datagen_run import run_datagen
 from turnspec.speculator.datagen_target import ENGINES
 from turnspec.workloads.catalog import LATEST_WORKLOAD, WORKLOADS

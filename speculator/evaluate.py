@@ -88,9 +88,9 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3), or
     "NAME+lookup+3br+planned" with `plan` "planned" (`--spec-branch-plan`), and "+ds" with a
     `datastore` (`--spec-datastore`: the last branch drafts from the target's earlier answers)."""
-    from turnspec.engine.local.branch_plan import BRANCH_PLANS
     from turnspec.engine.local.config import MAX_SPEC_BRANCHES
-    from turnspec.engine.local.datastore import TokenDatastore, read_answers
+    from turnspec.engine.spec.proposers.datastore import TokenDatastore, read_answers
+    from turnspec.engine.spec.swaps import BRANCH_PLANS
     from turnspec.speculator.data import read_samples
     from turnspec.speculator.tau import evaluate_tau_runs
     from turnspec.speculator.train_io import RunLog, eval_splits
@@ -159,7 +159,7 @@ def no_scored_answers_in(datastore: Path, answers: list[list[int]], scored: list
     """A datastore (`answers`, read from `datastore`) that holds any scored turn's answer would
     hand the replay that answer: it is refused, naming how many (a store built from a datagen
     run's samples.jsonl holds its held-out turns too; keep its train split only)."""
-    from turnspec.engine.local.datastore import answer_spans
+    from turnspec.engine.spec.proposers.datastore import answer_spans
 
     stored = {tuple(a) for a in answers}
     leaked = sum(any(tuple(a) in stored for a in answer_spans(s.input_ids, s.loss_mask))

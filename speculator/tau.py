@@ -9,11 +9,11 @@ the actual next tokens; the bonus token is the actual token after the accepted p
 tau = generated tokens / steps here equals the online greedy acceptance length (z-lab
 `acceptance_lengths`, bonus included), up to floating-point ties.
 
-With `lookup`, each step may take the prompt-lookup continuation instead of the drafts, by the
-engine's own rule (engine/local/spec_step.py `takes_lookup`, full blocks verified as on CUDA):
-the τ of the drafter with lookup, as the local engine serves it; with `branches` > 1, each step
-also verifies the engine's other candidate blocks and keeps the one accepted furthest
-(tau_lookup.py `BranchPick`, the engine's `--spec-branches`).
+With `lookup`, each step verifies what the engine would: the speculation core's planner
+(engine/spec/planner.py) picks the drafter's block or the prompt-lookup continuation and, with
+`branches` > 1, the other candidate blocks (the engine's `--spec-branches`), and the block
+accepted furthest is committed (tau_lookup.py `PlannedPick`, full blocks verified as on CUDA):
+the τ of the drafter as the engine serves it.
 """
 
 from __future__ import annotations
@@ -26,15 +26,17 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.local.datastore import TokenDatastore
+from turnspec.engine.spec.options import SpecOptions
+from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.speculator.blocks import block_inputs
 from turnspec.speculator.data import Sample
 from turnspec.speculator.target import FrozenTarget
-from turnspec.speculator.tau_lookup import BranchPick, with_lookup
+from turnspec.speculator.tau_lookup import AcceptedOf, PlannedPick
 
 # pick(drafts, logits, anchor, active, accepted_of) -> the drafts a replayed step verifies
-# (`replay_steps`); accepted_of(candidates [b, blk-1]) -> [b] drafts the target would accept
-Pick = Callable[[Tensor, Tensor, Tensor, Tensor, Callable[[Tensor], Tensor]], Tensor]
+# (`replay_steps`); accepted_of(candidates [n, blk-1], rows [n] | None) -> [n] drafts the
+# target would accept of each (a block of row rows[i]; None: block i is row i's)
+Pick = Callable[[Tensor, Tensor, Tensor, Tensor, AcceptedOf], Tensor]
 
 
 @dataclass(slots=True, frozen=True)
@@ -248,15 +250,14 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
                  datastore: TokenDatastore | None = None) -> Iterator[ReplayStep]:
     """The greedy verify steps of one batch, in order: what `evaluate_tau` counts, step by step
     (scripts/analysis/tau_misses.py reads which token each step stopped at). `context`: the
-    batch's `replay_context`, when several block sizes share it. `lookup`: a row takes the
-    prompt-lookup continuation of its tokens so far where the engine would (`with_lookup`).
-    `pick`: instead, each step's drafts are what pick(drafts, logits, anchor, active,
-    accepted_of) returns, where accepted_of(candidates [b, blk-1]) counts the drafts the target
-    would accept of any candidate block (scripts/analysis/lookup_oracle.py: the best choice).
-    `branches` > 1 (with `lookup`): each step verifies that many blocks as the engine's
-    `--spec-branches` does and keeps the one accepted furthest (`BranchPick`), the drafter's
-    swapped blocks planned by `plan` (`--spec-branch-plan`), the last a `datastore` draft if
-    given (`--spec-datastore`)."""
+    batch's `replay_context`, when several block sizes share it. `lookup`: each step verifies
+    what the engine's planner picks (`PlannedPick`): the drafter's block or the prompt-lookup
+    continuation and, with `branches` > 1, that many blocks a row (the drafter's swapped blocks
+    planned by `plan`, `--spec-branch-plan`; the last a `datastore` draft if given,
+    `--spec-datastore`), the one accepted furthest committed. `pick`: instead, each step's
+    drafts are what pick(drafts, logits, anchor, active, accepted_of) returns, where
+    accepted_of counts the drafts the target would accept of candidate blocks
+    (scripts/analysis/lookup_oracle.py: the best choice)."""
     if lookup and pick is not None:
         raise ValueError("replay_steps: lookup and pick both given; expected one way to choose "
                          "the drafts")
@@ -270,9 +271,9 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
                          f"{context.pad}; expected a context built with pad >= {blk}")
     dev = target.device
     ids, end, anchor = context.ids, context.end, context.start
-    host_ids = ids.tolist() if lookup else None
-    if host_ids is not None and branches > 1:
-        pick = BranchPick(host_ids, branches, plan, datastore)
+    if lookup:
+        pick = PlannedPick(ids.tolist(), SpecOptions(lookup=True, branches=branches, plan=plan),
+                           datastore)
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         offs = torch.arange(blk, device=dev)
         while True:
@@ -287,13 +288,13 @@ def replay_steps(drafter: DFlashDrafter, target: FrozenTarget, seqs: list[Sample
             drafts = logits.argmax(-1)                                     # [b, blk-1]
             truth, valid = ids.gather(1, pos[:, 1:]), pos[:, 1:] <= end[:, None]
 
-            def accepted_of(cand: Tensor, truth: Tensor = truth, valid: Tensor = valid) -> Tensor:
-                return ((cand == truth) & valid).long().cumprod(-1).sum(-1)  # [b]
+            def accepted_of(cand: Tensor, rows: Tensor | None = None, truth: Tensor = truth,
+                            valid: Tensor = valid) -> Tensor:
+                t, v = (truth, valid) if rows is None else (truth[rows], valid[rows])
+                return ((cand == t) & v).long().cumprod(-1).sum(-1)          # [n]
 
             if pick is not None:
                 drafts = pick(drafts, logits, anchor, active, accepted_of)
-            elif host_ids is not None:
-                drafts = with_lookup(drafts, logits, host_ids, anchor, active)
             accepted = accepted_of(drafts)
             produced = torch.minimum(accepted + 1, end - anchor).clamp(min=1)
             yield ReplayStep(anchor, accepted, produced, active)

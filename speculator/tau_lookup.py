@@ -1,7 +1,9 @@
-"""The lookup side of the offline τ replay (tau.py): which block each replayed step verifies
-when the engine would take the prompt-lookup continuation (`with_lookup`, the engine's rule
-with one verify branch), or verify several blocks and keep the one accepted furthest
-(`BranchPick`, the engine's `--spec-branches N`, engine/local/branch.py)."""
+"""The speculation core as the offline τ replay runs it (tau.py `replay_steps`): at each replayed
+step, the blocks the engine would verify, planned by the engine's own planner from the same
+proposers (the drafter's block and next guesses, prompt lookup, the datastore:
+engine/spec/), and the block the target accepts furthest committed, as the engine commits it.
+So the replay's τ is the served τ, step for step, up to floating-point ties between the
+replay's one full target pass and the engine's incremental ones."""
 
 from __future__ import annotations
 
@@ -10,101 +12,69 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from turnspec.engine.local.branch_plan import BRANCH_PLANS
-from turnspec.engine.local.datastore import TokenDatastore
-from turnspec.engine.local.ngram import ngram_lookup
-from turnspec.engine.local.runner import next_firsts, next_guesses
-from turnspec.engine.local.spec_policy import SpecPolicy
-from turnspec.engine.local.spec_step import (
-    LOOKUP_AGREE,
-    branch_candidates,
-    first_swaps,
-    planned_swaps,
-    takes_lookup,
-)
+from turnspec.engine.spec.accept import furthest
+from turnspec.engine.spec.options import SpecOptions
+from turnspec.engine.spec.planner import RowInput, StepPlan, plan_step
+from turnspec.engine.spec.proposers import Proposer
+from turnspec.engine.spec.proposers.drafter import propose_drafts
+from turnspec.engine.spec.proposers.lookup import PromptLookup
 
-LOOKUP_BELOW = SpecPolicy().lookup_below  # the engine's default
+LOOKUP_BELOW = SpecOptions().lookup_below  # the engine's default
+
+# accepted_of(candidates [n, w], rows [n] or None) -> [n] drafts the target would accept of
+# each candidate block, a block of row rows[i] (None: block i is row i's)
+AcceptedOf = Callable[..., Tensor]
 
 
 def lookup_continuations(host_ids: list[list[int]], anchor: Tensor, active: Tensor,
                          width: int) -> list[tuple[list[int], int]]:
-    """Each row's `ngram_lookup` (continuation, match) over its tokens up to the anchor, at most
+    """Each row's prompt-lookup (continuation, match) over its tokens up to the anchor, at most
     `width` tokens; ([], 0) for inactive rows."""
-    at, live = anchor.tolist(), active.tolist()
-    return [ngram_lookup(host_ids[r][: at[r] + 1], width) if live[r] else ([], 0)
-            for r in range(len(at))]
+    at, live, lookup = anchor.tolist(), active.tolist(), PromptLookup()
+    out = []
+    for r in range(len(at)):
+        p = lookup.propose(host_ids[r][: at[r] + 1], width) if live[r] else None
+        out.append((p.tokens, p.match) if p is not None else ([], 0))
+    return out
 
 
-def with_lookup(drafts: Tensor, logits: Tensor, host_ids: list[list[int]], anchor: Tensor,
-                active: Tensor, conts: list[tuple[list[int], int]] | None = None) -> Tensor:
-    """drafts [b, blk-1] with each active row's block swapped for the prompt-lookup continuation
-    of its tokens up to the anchor where `takes_lookup` says the engine would: the drafter
-    expects fewer than LOOKUP_BELOW accepted drafts (the sum of the cumulative products of its
-    draft probabilities), the continuation starts with its first drafts and is longer than
-    the block it would verify (every draft: no confidence cut, as on CUDA), or its source
-    matches the last LOOKUP_MATCH tokens and it offers more than the drafter expects. -1 pads a
-    shorter continuation and is never accepted. `conts`: `lookup_continuations`, when the
-    caller already has them."""
-    width = drafts.shape[1]
-    expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1).tolist()
-    if conts is None:
-        conts = lookup_continuations(host_ids, anchor, active, width)
-    rows, live = drafts.tolist(), active.tolist()
-    for r, row in enumerate(rows):
-        if not live[r]:
-            continue
-        cont, match = conts[r]
-        if takes_lookup(cont, row[:LOOKUP_AGREE], width, expected[r], LOOKUP_BELOW, match):
-            rows[r] = cont + [-1] * (width - len(cont))
-    return torch.tensor(rows, dtype=drafts.dtype, device=drafts.device)
+class PlannedPick:
+    """`replay_steps`' pick: each step's blocks planned as the engine plans them under
+    `options` (the replay verifies whole blocks: no confidence cut, every branch, no row cap),
+    the furthest accepted committed. `store`: the datastore branch's proposer."""
 
+    def __init__(self, host_ids: list[list[int]], options: SpecOptions,
+                 store: Proposer | None = None) -> None:
+        if options.min_confidence > 0 or options.max_extra_rows is not None:
+            raise ValueError(f"PlannedPick: {options}; expected whole blocks and every branch "
+                             "(min_confidence 0, no row cap), as the replay scores a drafter")
+        self.host_ids, self.options, self.store = host_ids, options, store
+        self.lookup = PromptLookup()
 
-class BranchPick:
-    """`replay_steps`' pick for `branches` verify branches a row: the lookup rule's block and
-    the engine's other candidates (`branch_candidates`: the block the rule passed over, then
-    the drafter's block with drafts swapped for its next guesses: its next most likely first
-    tokens with plan "first", the best-first tree of branch_plan.py with "planned"; with a
-    `datastore`, its draft in the last place), committing the one the target accepts furthest,
-    as the engine does."""
-
-    def __init__(self, host_ids: list[list[int]], branches: int, plan: str = "first",
-                 datastore: TokenDatastore | None = None) -> None:
-        if branches < 2:
-            raise ValueError(f"BranchPick: branches={branches}, expected 2 or more")
-        if plan not in BRANCH_PLANS:
-            raise ValueError(f"BranchPick: plan={plan!r}, expected one of {BRANCH_PLANS}")
-        self.host_ids, self.branches, self.plan = host_ids, branches, plan
-        self.datastore = datastore
-
-    def swapped(self, own: list[list[int]], logits: Tensor) -> list[list[list[int]]]:
-        """Per row, the drafter's block with drafts swapped, as the engine builds them."""
-        extra = self.branches - 1
-        if self.plan == "first":
-            firsts = next_firsts(logits, extra).tolist()
-            return [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
-        return planned_swaps(own, *next_guesses(logits, extra), extra, [True] * len(own))
+    def plan(self, logits: Tensor, anchor: Tensor, active: Tensor) -> StepPlan:
+        """The engine's plan for this step: greedy rows, each as wide as the block."""
+        width = logits.shape[1]
+        at, live = anchor.tolist(), active.tolist()
+        rows = [RowInput(self.host_ids[r][: at[r] + 1], width if live[r] else 0, True)
+                for r in range(len(at))]
+        opts = self.options
+        drafted = propose_drafts(logits, [r.width for r in rows], probabilities=opts.lookup,
+                                 guesses=opts.extra)
+        return plan_step(rows, drafted, opts, self.lookup, self.store)
 
     def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
-                 accepted_of: Callable[[Tensor], Tensor]) -> Tensor:
-        width = drafts.shape[1]
-        conts = lookup_continuations(self.host_ids, anchor, active, width)
-        rule = with_lookup(drafts, logits, self.host_ids, anchor, active, conts)
-        own, chosen = drafts.tolist(), rule.tolist()
-        swapped = self.swapped(own, logits)
-        at, live = anchor.tolist(), active.tolist()
-        stored = [self.datastore.draft(self.host_ids[r][: at[r] + 1], width)
-                  if self.datastore is not None and live[r] else [] for r in range(len(own))]
-        cands = []
-        for r in range(len(own)):
-            extra = branch_candidates(chosen[r], own[r], conts[r][0], swapped[r],
-                                      self.branches - 1, stored[r])
-            cands.append([chosen[r], *extra] + [[-1] * width] * (self.branches - 1 - len(extra)))
-        blocks = torch.tensor(cands, dtype=drafts.dtype, device=drafts.device)  # [b, N, w]
-        accepted = torch.stack([accepted_of(blocks[:, k]) for k in range(self.branches)], -1)
-        self.seen(drafts, conts, rule, accepted[:, 0], active, accepted_of)
-        return blocks[torch.arange(len(own), device=drafts.device), accepted.argmax(-1)]
+                 accepted_of: AcceptedOf) -> Tensor:
+        plan = self.plan(logits, anchor, active)
+        blocks = torch.tensor(plan.blocks, dtype=drafts.dtype, device=drafts.device)  # [n, w]
+        owner = torch.tensor(plan.owner, device=drafts.device)
+        accepted = accepted_of(blocks, owner)
+        b = drafts.shape[0]
+        best = furthest(plan.owner, accepted.tolist(), b)
+        self.seen(drafts, blocks[:b], accepted[:b], anchor, active, accepted_of)
+        return blocks[torch.tensor(best, device=drafts.device)]
 
-    def seen(self, drafts: Tensor, conts: list[tuple[list[int], int]], rule: Tensor,
-             accepted_rule: Tensor, active: Tensor, accepted_of: Callable[[Tensor], Tensor]) -> None:
-        """A hook on each step's blocks (scripts/analysis/lookup_oracle.py tallies the rule's
-        misses); nothing here."""
+    def seen(self, drafts: Tensor, rule: Tensor, accepted_rule: Tensor, anchor: Tensor,
+             active: Tensor, accepted_of: AcceptedOf) -> None:
+        """A hook on each step: the drafter's blocks, the chosen ones and how far those were
+        accepted (scripts/analysis/lookup_oracle.py tallies the lookup rule's misses); nothing
+        here."""

@@ -5,6 +5,8 @@
 A package imports only itself and the packages before it; `loadtest` speaks to servers through
 the public wire contracts only (`server/proto`), never server internals or the engine. Nothing
 imports a private (underscore) name from another module. `scripts/` may import any package.
+The speculation core (`engine/spec/`) imports no engine: only itself and `kernels`, so every
+engine (the embedded one, the SGLang plugin) and the offline replay can call it.
 """
 
 from __future__ import annotations
@@ -85,6 +87,34 @@ def private_imports(path: Path, root: Path = ROOT) -> list[str]:
             bad.append(f"{where}:{line}: imports private {private_names or private_module} from "
                        f"{module}")
     return bad
+
+
+SPEC_CORE_ALLOWED = ("turnspec.engine.spec", "turnspec.kernels")
+
+
+def spec_core_violations(path: Path, root: Path = ROOT) -> list[str]:
+    """Imports of an engine (or anything but itself and kernels) from the speculation core."""
+    where = path.relative_to(root)
+    return [f"{where}:{line}: the speculation core imports {module}; it may import only "
+            f"{', '.join(SPEC_CORE_ALLOWED)}" for line, module, _ in _imports(path)
+            if not module.startswith(SPEC_CORE_ALLOWED)]
+
+
+def test_the_speculation_core_imports_no_engine() -> None:
+    core = sorted((ROOT / "engine" / "spec").rglob("*.py"))
+    assert core, "engine/spec/ not found"
+    bad = [v for p in core for v in spec_core_violations(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_core_checker_catches_an_engine_import(tmp_path: Path) -> None:
+    path = tmp_path / "engine" / "spec" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("from turnspec.engine.local.runner import ModelRunner\n"
+                    "from turnspec.engine.spec.options import SpecOptions\n")
+    assert spec_core_violations(path, tmp_path) == [
+        "engine/spec/x.py:1: the speculation core imports turnspec.engine.local.runner; it may "
+        "import only turnspec.engine.spec, turnspec.kernels"]
 
 
 def test_every_package_in_the_order_exists_and_is_scanned() -> None:

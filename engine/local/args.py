@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 from turnspec.engine.local import LocalEngineConfig
-from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.local.config import SPEC_BRANCH_ROWS, SPEC_POLICY_MODES
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
+from turnspec.engine.spec.swaps import BRANCH_PLANS
 
 
 def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none") -> None:

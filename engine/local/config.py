@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from turnspec.engine.local.branch_plan import BRANCH_PLANS
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
+from turnspec.engine.spec.options import MAX_BRANCHES as MAX_SPEC_BRANCHES
+from turnspec.engine.spec.swaps import BRANCH_PLANS
 
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
-MAX_SPEC_BRANCHES = 16  # verify branches per greedy row (branch.py)
 CUDA_SPEC_BRANCHES = 16  # the default on CUDA (spec_branches)
 SPEC_BRANCH_ROWS = 32  # the default cap on a step's extra verify rows (spec_branch_rows)
 
@@ -38,27 +38,28 @@ class LocalEngineConfig:
     speculator: str = "none"  # "none" | "default" | path to a DFlash checkpoint folder
     spec_block_size: int | None = None  # None: the drafter's trained block
     spec_policy: str = "adaptive"  # "adaptive": pause speculation where it does not pay | "always"
-    # verify only drafts with cumulative drafter probability >= this (spec_step.py); None:
-    # CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with its length there), 0 on CUDA
+    # verify only drafts with cumulative drafter probability >= this (engine/spec/proposers/
+    # drafter.py); None: spec_build.CPU_SPEC_MIN_CONFIDENCE on CPU (a verify's cost grows with
+    # its length there), 0 on CUDA
     spec_min_confidence: float | None = None
     # prompt-lookup drafts where the drafter expects little or a span of the context is being
-    # copied (spec_step.py, ngram.py); on by default on CPU and CUDA (docs/benchmarks.md: voice
-    # 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
+    # copied (engine/spec/planner.py, proposers/lookup.py); on by default on CPU and CUDA
+    # (docs/benchmarks.md: voice 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
     spec_lookup: bool = True
-    # verify branches per greedy row (branch.py): 1 verifies the block the drafter and the
-    # lookup rule chose; 2 also the block the rule passed over; more also the drafter's block
-    # with its first draft swapped for the next most likely first tokens. Each branch is one
+    # verify branches per greedy row (engine/spec/planner.py, shadow_kv.py): 1 verifies the
+    # block the drafter and the lookup rule chose; 2 also the block the rule passed over; more
+    # also the drafter's block with drafts swapped for its next guesses. Each branch is one
     # more verify row. None: CUDA_SPEC_BRANCHES on CUDA (docs/benchmarks.md: one stream, voice
     # 4.03x -> 4.64x and generic 1.36x -> 1.70x over plain decode on the H200 against 3
     # branches), 1 on CPU (a row's compute a branch)
     spec_branches: int | None = None
-    # which drafts the drafter's swapped blocks swap (branch_plan.py): "first" its first draft
-    # for its next most likely first tokens; "planned" the swaps that add the most expected
+    # which drafts the drafter's swapped blocks swap (engine/spec/swaps.py): "first" its first
+    # draft for its next most likely first tokens; "planned" the swaps that add the most expected
     # accepted drafts, by the drafter's probabilities at every position (more τ at every branch
     # count, docs/dflash.md §7)
     spec_branch_plan: str = "planned"
-    # extra verify rows the branches may add to one step, over the whole batch (spec_step.py
-    # hands them out by rank: every greedy row's first extra branch, then every row's second...).
+    # extra verify rows the branches may add to one step, over the whole batch (the planner,
+    # engine/spec/planner.py, hands them out by rank: every greedy row's first extra branch, then every row's second...).
     # None: every greedy row verifies all its branches, max_batch * (branches - 1) rows at most.
     # The cap keeps a wide tree cheap under load: one stream gets all its branches, a full batch
     # one each (docs/benchmarks.md: 32 streams on the H200, 16 branches with no cap lost a
@@ -66,12 +67,13 @@ class LocalEngineConfig:
     spec_branch_rows: int | None = SPEC_BRANCH_ROWS
     # the target's earlier answers (datagen samples or packed completions, a file or a folder):
     # with 2+ branches, a greedy row's last extra branch is the continuation those answers most
-    # often took after its last tokens (datastore.py); None: no datastore branch
+    # often took after its last tokens (engine/spec/proposers/datastore.py); None: no datastore
+    # branch
     spec_datastore: str | None = None
     # with 2+ branches: the datastore branch also drafts from the answers this engine finishes,
     # the newest spec_datastore_learn_tokens tokens of them, kept in memory only
-    # (datastore_learn.py); with spec_datastore too, a row drafts from whichever store matched
-    # more of its last tokens
+    # (engine/spec/proposers/learning.py); with spec_datastore too, a row drafts from whichever
+    # store matched more of its last tokens
     spec_datastore_learn: bool = False
     spec_datastore_learn_tokens: int = 1_000_000
     # torch intra-op threads (None: torch's default, one per core). On CUDA they run only the
@@ -144,12 +146,6 @@ class LocalEngineConfig:
         if self.spec_branches is not None:
             return self.spec_branches
         return CUDA_SPEC_BRANCHES if has_drafter and not on_cpu else 1
-
-    def branch_rows(self, branches: int) -> int:
-        """Shadow verify rows a step may add for `branches` verify branches a greedy row:
-        spec_branch_rows, at most what the batch could use."""
-        rows = self.max_batch * (branches - 1)
-        return rows if self.spec_branch_rows is None else min(rows, self.spec_branch_rows)
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -16,26 +16,23 @@ from pathlib import Path
 import torch
 
 from turnspec.engine.local.block_manager import BlockManager
-from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.config import LocalEngineConfig
-from turnspec.engine.local.datastore import TokenDatastore
-from turnspec.engine.local.datastore_learn import LearningDatastore
 from turnspec.engine.local.detokenize import IncrementalDetokenizer
-from turnspec.engine.local.draft_context import FusedContextKV
-from turnspec.engine.local.grammar_mask import mask_next
-from turnspec.engine.local.runner import ModelRunner
-from turnspec.engine.local.sampling import sample_rows
+from turnspec.engine.local.plain_step import decode_step, prefill_step
+from turnspec.engine.local.runner import ModelRunner, kv_blocks
 from turnspec.engine.local.scheduler import ScheduledBatch, Scheduler
 from turnspec.engine.local.sequence import Sequence, Status
-from turnspec.engine.local.spec_policy import SpecPolicy
+from turnspec.engine.local.shadow_kv import ShadowKV
+from turnspec.engine.local.spec_build import (
+    build_speculation,
+    prepare_drafter,
+    shadow_blocks,
+    spec_block,
+    spec_options,
+)
 from turnspec.engine.local.spec_step import spec_decode
 from turnspec.engine.loop_guard import LOOP_GUARD_STOP
-from turnspec.engine.model.cpu_linear import (
-    cpu_has_native_bf16,
-    gemm_plan,
-    pack_bf16_linears,
-    pack_linears,
-)
+from turnspec.engine.model.cpu_linear import gemm_plan, pack_linears
 from turnspec.engine.model.weights import load_model
 from turnspec.engine.protocol import (
     ContextLengthError,
@@ -44,33 +41,9 @@ from turnspec.engine.protocol import (
     EngineStats,
     GenerateRequest,
 )
+from turnspec.engine.spec.proposers.datastore import TokenDatastore
 
 log = logging.getLogger("turnspec.engine")
-
-# Confidence-truncated verify on CPU (spec_step.py): a draft is verified while the drafter's
-# cumulative probability stays >= this (docs/history/notes/cpu-spec-step.md).
-CPU_SPEC_MIN_CONFIDENCE = 0.1
-
-
-def _kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
-               lookahead: int) -> int:
-    """KV blocks that fit kv_memory_gb: the target's K/V in its dtype plus, with a drafter,
-    its context K/V in the drafter's dtype (bf16 on some CPUs, see EngineCore)."""
-    mc = model.cfg
-    per_token = 2 * mc.num_layers * mc.num_kv_heads * mc.head_dim \
-        * torch.empty((), dtype=cfg.torch_dtype).element_size()
-    if drafter is not None:
-        dc = drafter.config
-        per_token += 2 * dc.num_layers * dc.num_kv_heads * dc.head_dim \
-            * torch.empty((), dtype=drafter.dtype).element_size()  # the runner's context pools' dtype
-    per_block = per_token * block_size
-    gb = cfg.kv_memory_gb or (1.0 if cfg.device == "cpu" else 16.0)
-    blocks = int(gb * 2**30 // per_block)
-    need = (max_context + lookahead + block_size - 1) // block_size
-    if blocks < need:
-        raise ValueError(f"kv_memory_gb={gb} holds {blocks} blocks; one max-context sequence "
-                         f"needs {need}: raise kv_memory_gb or lower max_context")
-    return blocks
 
 
 class EngineCore:
@@ -90,76 +63,26 @@ class EngineCore:
             if (plan := gemm_plan(self.model)) is not None:
                 log.info("cpu fp32 GEMM per row bucket: %s (%s)", plan.describe(), plan.source)
         mc = self.model.cfg
-        # Drafts are proposals the target verifies, so the drafter may run in a cheaper dtype:
-        # bf16 on a CPU with bf16 dot products (engine/model/cpu_linear.py), else the target's.
-        ddtype = torch.bfloat16 if device.type == "cpu" and dtype == torch.float32 \
-            and cpu_has_native_bf16() else dtype
-        self.drafter = drafter.to(device=device, dtype=ddtype).eval() if drafter is not None else None
-        if self.drafter is None and cfg.speculator != "none":
-            from turnspec.engine.drafter import load_drafter
-
-            self.drafter = load_drafter(cfg.speculator, device=device, dtype=ddtype)
-        # all layers' context K/V in one GEMM (draft_context.py); built before the prepacking
-        context_kv = FusedContextKV(self.drafter) if self.drafter is not None \
-            and FusedContextKV.fusable(self.drafter) else None
-        if self.drafter is not None and device.type == "cpu":  # frozen: prepacked weights
-            if ddtype == torch.float32:
-                pack_linears(self.drafter, cfg.cpu_gemm)
-            elif ddtype == torch.bfloat16 and cpu_has_native_bf16():
-                pack_bf16_linears(self.drafter)
-        self.spec_block = 0
-        if self.drafter is not None:
-            trained = self.drafter.config.block_size
-            if cfg.spec_block_size and cfg.spec_block_size > trained:
-                raise ValueError(f"spec_block_size={cfg.spec_block_size}: the drafter was trained with "
-                                 f"block size {trained}; serve at most that (DFlash paper, Table 8)")
-            # the trained block on CPU too: B=8 led there until confidence-truncated verify
-            # (spec_step.py) made a long block cost only what the drafter is sure of; since then
-            # B=16 leads (2.12x vs 2.00x; docs/history/notes/cpu-policy-backoff.md)
-            self.spec_block = cfg.spec_block_size or trained
-        on_cpu = device.type == "cpu"  # where a verify's cost grows with its length
-        self.policy = SpecPolicy(
-            mode=cfg.spec_policy,
-            min_confidence=cfg.spec_min_confidence if cfg.spec_min_confidence is not None
-            else (CPU_SPEC_MIN_CONFIDENCE if on_cpu else 0.0),
-            lookup=cfg.spec_lookup)
+        self.drafter, context_kv = prepare_drafter(cfg, dtype, drafter)
+        self.spec_block = spec_block(cfg, self.drafter)
+        options = spec_options(cfg, self.drafter is not None)
         self.max_context = min(cfg.max_context or mc.max_position_embeddings, mc.max_position_embeddings)
         lookahead = max(self.spec_block, 1)
         block = cfg.block_size
-        nblocks = _kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
-        scratch = 0  # KV blocks past the block manager's range: extra verify branches (branch.py)
-        self.spec_branches = cfg.branches_for(on_cpu, self.drafter is not None)
-        shadow_rows = cfg.branch_rows(self.spec_branches)
-        if shadow_rows:
-            if self.drafter is None:
-                raise ValueError(f"spec_branches={self.spec_branches}: expected a speculator "
-                                 "(--speculator default or PATH); there is no drafter's block "
-                                 "to branch from")
-            scratch = shadow_rows * Branches.blocks_per_row(block, self.drafter.config.block_size)
-            if scratch >= nblocks:
-                raise ValueError(f"spec_branches={self.spec_branches}: needs {scratch} scratch KV "
-                                 f"blocks of the {nblocks} there are; expected a larger "
-                                 "--kv-memory-gb, a smaller --max-batch or fewer --spec-branches")
+        nblocks = kv_blocks(cfg, self.model, self.drafter, block, self.max_context, lookahead)
+        # KV blocks past the block manager's range: the shadow rows of extra verify blocks
+        shadow_rows, scratch = shadow_blocks(options, cfg.max_batch, block,
+                                             self.drafter.config.block_size, nblocks) \
+            if self.drafter is not None else (0, 0)
         self.blocks = BlockManager(nblocks - scratch, block)
         self.scheduler = Scheduler(self.blocks, cfg.max_batch, cfg.max_prefill_tokens, lookahead,
                                    cfg.admit_min_free)
         self.runner = ModelRunner(self.model, nblocks, block, self.max_context + lookahead + 1,
                                   device, dtype, self.drafter, context_kv)
-        if (cfg.spec_datastore is not None or cfg.spec_datastore_learn) and self.spec_branches < 2:
-            raise ValueError(f"spec_datastore: its block rides as a verify branch; expected "
-                             f"--spec-branches 2 or more with a speculator, got {self.spec_branches}")
-        if datastore is not None and cfg.spec_datastore is None:
-            raise ValueError("datastore: given without cfg.spec_datastore; expected the store "
-                             "read from that path")
-        store = datastore if datastore is not None else \
-            TokenDatastore.from_path(cfg.spec_datastore) if cfg.spec_datastore else None
-        # the served answers feed the datastore branch (datastore_learn.py); None: not learning
-        self.learner = LearningDatastore(store, cfg.spec_datastore_learn_tokens) \
-            if cfg.spec_datastore_learn else None
-        store = self.learner or store
-        self.branches = Branches(self.runner, nblocks - scratch, shadow_rows,
-                                 self.drafter.config.block_size, self.spec_branches,
-                                 cfg.spec_branch_plan, store) if scratch else None
+        shadows = ShadowKV(self.runner, nblocks - scratch, shadow_rows,
+                           self.drafter.config.block_size) if scratch else None
+        # what a spec step reads (spec_step.py); bench spec swaps it (spec_build.respecified)
+        self.speculation = build_speculation(cfg, options, self.runner, shadows, datastore)
         if device.type == "cuda":  # compile the Triton variants now, not inside a first request
             # (the accept kernel for the default block; another per-request block compiles once)
             from turnspec.kernels.warmup import warm_up
@@ -252,49 +175,19 @@ class EngineCore:
         seqs = batch.seqs
         t_run = time.perf_counter()
         speculative = batch.kind != "prefill" and self.drafter is not None \
-            and any(self.policy.speculates(s) for s in seqs)
+            and any(self.speculation.policy.speculates(s) for s in seqs)
         if batch.kind == "prefill":
-            new_tokens, advance = self._prefill(seqs)
+            new_tokens, advance = prefill_step(self.runner, seqs)
         elif speculative:
-            new_tokens, advance = spec_decode(self.runner, self.policy, seqs, self.branches)
+            new_tokens, advance = spec_decode(self.runner, self.speculation, seqs)
         else:
-            new_tokens, advance = self._decode(seqs)
+            new_tokens, advance = decode_step(self.runner, self.speculation.policy, seqs)
         if batch.kind != "prefill" and self.drafter is not None:  # the policy's price of a spec step
-            self.policy.record_step(speculative, time.perf_counter() - t_run)
+            self.speculation.policy.record_step(speculative, time.perf_counter() - t_run)
         overhead = (time.perf_counter() - t0) - (self.runner.forward_seconds - fwd0)
         for seq, toks, adv in zip(seqs, new_tokens, advance, strict=True):
             seq.timing.engine_host_ms += overhead * 1000.0
             deltas.append(self._postprocess(seq, toks, adv, batch.kind == "prefill"))
-
-    def _prefill(self, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
-        rows = [(s, s.token_ids[s.num_computed:]) for s in seqs]
-        out = self.runner.extend(rows)
-        last = torch.tensor([len(t) - 1 for _, t in rows], device=out.hidden.device)
-        hidden = out.hidden[torch.arange(len(rows), device=last.device), last]  # [b, H]
-        logits = self.runner.logits(hidden)
-        if out.taps is not None:
-            self.runner.store_context([(s, r, s.num_computed, len(t)) for r, (s, t) in enumerate(rows)], out.taps)
-        for s, t in rows:
-            if not s.timing.prefill_tokens:
-                s.timing.prefill_tokens = len(t)
-        tokens = self.sample(seqs, logits)
-        return [[t] for t in tokens], [len(t) for _, t in rows]
-
-    def _decode(self, seqs: list[Sequence]) -> tuple[list[list[int]], list[int]]:
-        out = self.runner.extend([(s, [s.token_ids[-1]]) for s in seqs])
-        logits = self.runner.logits(out.hidden[:, 0])
-        if out.taps is not None:
-            self.runner.store_context([(s, r, s.num_computed, 1) for r, s in enumerate(seqs)], out.taps)
-        tokens = self.sample(seqs, logits)
-        for s in seqs:
-            self.policy.after_plain_step(s)
-        return [[t] for t in tokens], [1] * len(seqs)
-
-    def sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[int]:
-        """logits [b, V] fp32 -> one token per sequence (grammar-masked). The step's host sync."""
-        mask_next(seqs, logits)
-        tokens = sample_rows(logits, [s.request.sampling for s in seqs], [s.generator for s in seqs])
-        return tokens.tolist()
 
     # -- postprocess -----------------------------------------------------------------------
     def _postprocess(self, seq: Sequence, new_tokens: list[int], advance: int, prefill: bool) -> Delta:
@@ -338,8 +231,9 @@ class EngineCore:
     def _finish(self, seq: Sequence, delta: Delta, now: float, publish: bool = True) -> None:
         if publish:  # computed full blocks stay reusable (next turn, same prefix)
             self.scheduler.commit(seq)
-            if self.learner is not None and seq.finish_reason in ("stop", "length"):
-                self.learner.learn(seq.output_ids)
+            learner = self.speculation.learner
+            if learner is not None and seq.finish_reason in ("stop", "length"):
+                learner.learn(seq.output_ids)
         self.scheduler.finish(seq)
         self.seqs.pop(seq.request_id, None)
         tm = seq.timing

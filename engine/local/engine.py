@@ -85,8 +85,8 @@ class LocalEngine:
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 10.0)
             self._thread = None
-        if self.core is not None and self.core.learner is not None:
-            self.core.learner.close()
+        if self.core is not None and self.core.speculation.learner is not None:
+            self.core.speculation.learner.close()
 
     # -- Engine protocol -------------------------------------------------------------------
     def generate(self, request: GenerateRequest) -> DeltaStream:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.sequence import Sequence
 from turnspec.engine.model.attention import AttentionBatch
 from turnspec.engine.model.cpu_linear import Bf16DraftHead
@@ -26,33 +27,26 @@ class ExtendOutput:
     taps: torch.Tensor | None  # [b, n, K*H] target layer outputs for the drafter
 
 
-@dataclass(slots=True)
-class Drafted:
-    """One drafter pass's output (`ModelRunner.draft`), on the device."""
-    tokens: torch.Tensor                # [b, block-1] greedy drafts
-    probs: torch.Tensor | None          # [b, block-1] the drafter's probability of each
-    firsts: torch.Tensor | None         # [b, k] the next most likely first drafts, best first
-    # with `every_position`: the next guesses at every position [b, block-1, k] and their
-    # probabilities (branch_plan.py), instead of `firsts`
-    guesses: torch.Tensor | None = None
-    guess_probs: torch.Tensor | None = None
-
-
-def next_guesses(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Draft logits [b, w, V] -> the probability of each greedy draft [b, w], the k next most
-    likely tokens at every position [b, w, k] and their probabilities [b, w, k]: what the
-    planned branches read (branch_plan.py), in the engine and in the offline replay alike. A
-    vocabulary smaller than k + 1 gives every other token."""
-    top = logits.float().log_softmax(dim=-1).topk(min(k + 1, logits.shape[-1]), dim=-1)
-    p = top.values.exp()
-    return p[..., 0], top.indices[..., 1:], p[..., 1:]
-
-
-def next_firsts(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """Draft logits [b, w, V] -> the k next most likely first drafts [b, k] after the greedy
-    one (the "first" branch plan's swaps), in the engine and in the offline replay alike; a
-    vocabulary smaller than k + 1 gives every other token."""
-    return logits[:, 0].topk(min(k + 1, logits.shape[-1]), dim=-1).indices[:, 1:]
+def kv_blocks(cfg: LocalEngineConfig, model, drafter, block_size: int, max_context: int,
+               lookahead: int) -> int:
+    """KV blocks that fit kv_memory_gb: the target's K/V in its dtype plus, with a drafter,
+    its context K/V in the drafter's dtype (bf16 on some CPUs: spec_build.prepare_drafter); a ValueError if one
+    max-context sequence does not fit."""
+    mc = model.cfg
+    per_token = 2 * mc.num_layers * mc.num_kv_heads * mc.head_dim \
+        * torch.empty((), dtype=cfg.torch_dtype).element_size()
+    if drafter is not None:
+        dc = drafter.config
+        per_token += 2 * dc.num_layers * dc.num_kv_heads * dc.head_dim \
+            * torch.empty((), dtype=drafter.dtype).element_size()  # the runner's context pools' dtype
+    per_block = per_token * block_size
+    gb = cfg.kv_memory_gb or (1.0 if cfg.device == "cpu" else 16.0)
+    blocks = int(gb * 2**30 // per_block)
+    need = (max_context + lookahead + block_size - 1) // block_size
+    if blocks < need:
+        raise ValueError(f"kv_memory_gb={gb} holds {blocks} blocks; one max-context sequence "
+                         f"needs {need}: raise kv_memory_gb or lower max_context")
+    return blocks
 
 
 class ModelRunner:
@@ -110,7 +104,7 @@ class ModelRunner:
     @torch.inference_mode()
     def copy_kv_blocks(self, src: list[int], dst: list[int]) -> None:
         """Target K/V of blocks `src` into blocks `dst`, every layer, in one indexed copy per
-        pool (the verify branches' copies of their anchors' blocks: branch.py)."""
+        pool (the shadow rows' copies of their anchors' blocks: shadow_kv.py)."""
         s = torch.tensor(src, device=self.device)
         d = torch.tensor(dst, device=self.device)
         self.k_pools[:, d] = self.k_pools[:, s]
@@ -134,7 +128,7 @@ class ModelRunner:
     # -- drafter ---------------------------------------------------------------------------
     def slots(self, seq: Sequence, start: int, count: int) -> list[int]:
         """KV slots (block * block_size + offset) of `count` positions from `start` in `seq`'s
-        block table (a sequence, or a second branch's shadow: branch.py)."""
+        block table (a sequence, or a shadow row: shadow_kv.py)."""
         bs = self.block_size
         return [seq.block_table[p // bs] * bs + p % bs for p in range(start, start + count)]
 
@@ -163,13 +157,10 @@ class ModelRunner:
         self.forward_seconds += time.perf_counter() - t0
 
     @torch.inference_mode()
-    def draft(self, seqs: list[Sequence], block: int, confidence: bool = False,
-              alternatives: int = 0, every_position: bool = False) -> Drafted:
+    def draft(self, seqs: list[Sequence], block: int) -> torch.Tensor:
         """One drafter pass: block [anchor, MASK x (block-1)] at positions p..p+block-1 over the
-        context rows [0, p). Returns greedy drafts [b, block-1] int64 on the device; with
-        `confidence`, the drafter's probability of each draft [b, block-1]; with
-        `alternatives` = k, its 2nd..(k+1)th most likely first drafts [b, k], or with
-        `every_position` its k next guesses at every position and their probabilities."""
+        context rows [0, p). Returns the drafter's logits [b, block-1, V] over the target's
+        vocabulary (engine/spec/proposers/drafter.py reads its proposal from them)."""
         t0 = time.perf_counter()
         b = len(seqs)
         anchors = torch.tensor([s.token_ids[-1] for s in seqs], dtype=torch.int64)
@@ -193,12 +184,5 @@ class ModelRunner:
                                             starts.to(self.device))
         head = self.draft_head if self.draft_head is not None else self.model.logits
         logits = head(hidden[:, 1:])  # [b, block-1, V]
-        top, drafts = logits.max(dim=-1)
-        if alternatives and every_position:
-            probs, guesses, guess_probs = next_guesses(logits, alternatives)
-            self.forward_seconds += time.perf_counter() - t0
-            return Drafted(drafts, probs, None, guesses, guess_probs)
-        probs = (top.float() - torch.logsumexp(logits.float(), dim=-1)).exp() if confidence else None
-        firsts = next_firsts(logits, alternatives) if alternatives else None
         self.forward_seconds += time.perf_counter() - t0
-        return Drafted(drafts, probs, firsts)
+        return logits

@@ -14,13 +14,8 @@ Lossless either way: plain and speculative steps both commit the target's own ch
 `c` is measured, not configured: EMAs of the wall time of this engine's spec and plain steps
 (`initial_cost` until both kinds have run). The ratio is exact at concurrency 1 (the voice
 case); with a mixed batch a step is "spec" when any row speculates, so `c` is the batch's.
-`mode="always"` speculates on every step (the pre-policy behaviour, for A/B benches).
-
-`min_confidence` (spec_step.py): verify only the drafts whose cumulative drafter probability
-is at least this; 0 verifies the whole block. Worth it where a verify's cost grows with its
-length (CPU), not where it is flat (a GPU at small batch). `lookup` lets a row take a
-prompt-lookup continuation (ngram.py) when its drafter expects fewer than `lookup_below`
-accepted drafts.
+`mode="always"` speculates on every step (the pre-policy behaviour, for A/B benches). What a
+speculating row verifies is the speculation core's choice (engine/spec/, `SpecOptions`).
 """
 
 from __future__ import annotations
@@ -48,9 +43,6 @@ class SpecPolicy:
     # docs/history/notes/pause-below.md).
     pause_below: float = 0.75
     max_backoff: int = 64
-    min_confidence: float = 0.0    # verify drafts while their cumulative probability >= this
-    lookup: bool = False           # prompt-lookup drafts where the drafter expects little
-    lookup_below: float = 2.0      # ... i.e. fewer accepted drafts than this (spec_step.py)
     time_alpha: float = 0.1        # weight of the newest step in the step-time EMAs
     spec_step_s: float | None = None
     plain_step_s: float | None = None
@@ -59,9 +51,7 @@ class SpecPolicy:
         if self.mode not in MODES:
             raise ValueError(f"spec policy mode: expected one of {MODES}, got {self.mode!r}")
         if not (self.initial_cost >= 1.0 and 0 < self.ema_alpha <= 1 and 0 < self.time_alpha <= 1
-                and 1 <= self.min_backoff <= self.max_backoff and 0 <= self.min_confidence < 1
-                and 0 < self.pause_below <= 1
-                and self.lookup_below >= 0):
+                and 1 <= self.min_backoff <= self.max_backoff and 0 < self.pause_below <= 1):
             raise ValueError(f"spec policy: invalid parameters {self}")
 
     @property

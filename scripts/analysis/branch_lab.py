@@ -8,20 +8,18 @@ usage: python scripts/analysis/branch_lab.py dump SAMPLES OUT.pt [--source indep
 
 A DFlash drafter's block at an anchor depends only on the tokens up to it, so one drafter pass
 per position (`replay_steps` with a pick that accepts nothing, so each step moves one token)
-gives every block any plan could verify there: the greedy drafts, their probabilities and the
-drafter's next guesses at every draft position (`runner.next_guesses`). `sim` then walks each
-turn as the engine would (`lookup_oracle.py` does the same with a drafter pass per step): the
-lookup rule's block (`tau_lookup.with_lookup`'s `takes_lookup`), the other candidates
-(`spec_step.branch_candidates`, the swaps of `spec_step.first_swaps` or `branch_plan.plan_swaps`),
-the furthest accepted committed. Its τ equals lookup_oracle.py's on the same turns; the test
-tests/scripts/analysis/test_branch_lab.py holds it to that.
+gives every block any plan could verify there: the drafter's proposal at every position
+(engine/spec/proposers/drafter.py: the greedy drafts, their probabilities, the expected accepted
+drafts and the next guesses). `sim` then walks each turn through the engine's own planner
+(engine/spec/planner.py `plan_step`, as `speculator eval` and the engine do), the furthest
+accepted block committed (engine/spec/accept.py). Its τ equals the per-step replay's on the same
+turns; tests/scripts/analysis/test_branch_lab.py holds it to that.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,16 +27,14 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.local.branch_plan import apply_swaps, plan_swaps
-from turnspec.engine.local.datastore import TokenDatastore
-from turnspec.engine.local.ngram import ngram_lookup
-from turnspec.engine.local.runner import next_guesses
-from turnspec.engine.local.spec_step import (
-    LOOKUP_AGREE,
-    branch_candidates,
-    first_swaps,
-    takes_lookup,
-)
+from turnspec.engine.spec.accept import furthest
+from turnspec.engine.spec.options import SpecOptions
+from turnspec.engine.spec.planner import RowInput, plan_step
+from turnspec.engine.spec.proposers import Proposer
+from turnspec.engine.spec.proposers.datastore import TokenDatastore
+from turnspec.engine.spec.proposers.drafter import DrafterBlocks, propose_drafts
+from turnspec.engine.spec.proposers.lookup import PromptLookup
+from turnspec.engine.spec.swaps import BRANCH_PLANS
 from turnspec.speculator.data import Sample
 from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
@@ -50,33 +46,13 @@ from turnspec.speculator.tau import (
     tau_difference_interval,
     tau_interval,
 )
-from turnspec.speculator.tau_lookup import LOOKUP_BELOW
-
-# A plan: (own drafts, their probabilities, next guesses [w][k] as (token, probability), extra
-# branches) -> the drafter's swapped blocks, best first
-Plan = Callable[[list[int], list[float], list[list[tuple[int, float]]], int], list[list[int]]]
-
-
-def first_plan(own: list[int], p: list[float], alts: list[list[tuple[int, float]]],
-               extra: int) -> list[list[int]]:
-    """The engine's "first": the drafter's next most likely first tokens (first_swaps)."""
-    return first_swaps(own, [t for t, _ in alts[0][:extra]])
-
-
-def planned_plan(own: list[int], p: list[float], alts: list[list[tuple[int, float]]],
-                 extra: int) -> list[list[int]]:
-    """The engine's "planned": branch_plan.py's best-first tree (spec_step.planned_swaps)."""
-    return [apply_swaps(own, sw) for _, sw in plan_swaps(p, alts, extra)]
-
-
-PLANS: dict[str, Plan] = {"first": first_plan, "planned": planned_plan}
 
 
 @dataclass(slots=True)
 class Turn:
     """One replayed turn: its tokens, first anchor and last position, and per anchor (from
     `start` to `end - 1`) the drafter's block, its probabilities, its expected accepted drafts
-    (with_lookup's) and its next guesses with their probabilities."""
+    (the planner's lookup rule weighs it) and its next guesses with their probabilities."""
     ids: list[int]
     start: int
     end: int
@@ -88,7 +64,7 @@ class Turn:
 
 
 class _Recorder:
-    """`replay_steps`' pick that records every anchor's drafter outputs and accepts nothing (so
+    """`replay_steps`' pick that records every anchor's drafter proposal and accepts nothing (so
     the replay visits every position)."""
 
     def __init__(self, k: int) -> None:
@@ -96,10 +72,10 @@ class _Recorder:
 
     def __call__(self, drafts: Tensor, logits: Tensor, anchor: Tensor, active: Tensor,
                  accepted_of) -> Tensor:
-        p, g, gp = next_guesses(logits, self.k)
-        expected = logits.float().softmax(-1).amax(-1).cumprod(-1).sum(-1)  # as with_lookup
-        self.rows.append((active.tolist(), drafts.tolist(), p.tolist(),
-                          expected.tolist(), g.tolist(), gp.tolist()))
+        got = propose_drafts(logits, [logits.shape[1]] * len(drafts), probabilities=True,
+                             guesses=self.k)
+        self.rows.append((active.tolist(), got.argmax, got.probs, got.expected, got.guesses,
+                          got.guess_probs))
         return torch.full_like(drafts, -1)
 
 
@@ -159,37 +135,31 @@ def accepted(block: list[int], truth: list[int]) -> int:
     return n
 
 
-def walk(turn: Turn, branches: int, plan: Plan,
-         datastore: TokenDatastore | None = None) -> tuple[int, int]:
+def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None) -> tuple[int, int]:
     """(tokens, steps) of one turn verified as the engine does with `branches` verify branches
     (the lookup rule on), `plan` for the drafter's swapped blocks and a `datastore` branch last
-    if given (`serve --spec-datastore`)."""
+    if given (`serve --spec-datastore`): the engine's planner over the recorded proposals."""
+    opts, lookup = SpecOptions(branches=branches, plan=plan), PromptLookup()
     a, tokens, steps = turn.start, 0, 0
     width = len(turn.drafts[0])
     while a < turn.end:
         i = a - turn.start
-        own = turn.drafts[i]
-        cont, match = ngram_lookup(turn.ids[: a + 1], width)
-        chosen = own
-        if takes_lookup(cont, own[:LOOKUP_AGREE], width, turn.expected[i], LOOKUP_BELOW, match):
-            chosen = cont + [-1] * (width - len(cont))
+        k = opts.extra  # the engine keeps this many next guesses a position
+        drafted = DrafterBlocks([turn.drafts[i]], [list(turn.drafts[i])], [turn.expected[i]],
+                                [turn.probs[i]], [[g[:k] for g in turn.guesses[i]]],
+                                [[q[:k] for q in turn.guess_probs[i]]])
+        chosen = plan_step([RowInput(turn.ids[: a + 1], width, True)], drafted, opts, lookup,
+                           datastore)
         truth = turn.ids[a + 1 : a + 1 + width]
-        best = accepted(chosen, truth)
-        if branches > 1:
-            extra = branches - 1  # the engine keeps this many next guesses a position
-            alts = [list(zip(g[:extra], q[:extra], strict=True))
-                    for g, q in zip(turn.guesses[i], turn.guess_probs[i], strict=True)]
-            swapped = plan(own, turn.probs[i], alts, extra)
-            stored = datastore.draft(turn.ids[: a + 1], width) if datastore is not None else []
-            for cand in branch_candidates(chosen, own, cont, swapped, extra, stored):
-                best = max(best, accepted(cand, truth))
+        got = [accepted(b, truth) for b in chosen.blocks]
+        best = got[furthest(chosen.owner, got, 1)[0]]
         produced = max(1, min(best + 1, turn.end - a))
         tokens, steps, a = tokens + produced, steps + 1, a + produced
     return tokens, steps
 
 
-def simulate(turns: list[Turn], branches: int, plan: Plan,
-             datastore: TokenDatastore | None = None) -> tuple[list[int], list[int]]:
+def simulate(turns: list[Turn], branches: int, plan: str,
+             datastore: Proposer | None = None) -> tuple[list[int], list[int]]:
     runs = [walk(t, branches, plan, datastore) for t in turns]
     return [r[0] for r in runs], [r[1] for r in runs]
 
@@ -199,16 +169,16 @@ def sim(args: argparse.Namespace) -> None:
     print(f"{args.dump}: {len(turns)} turns of {meta['source']}, block {meta['block_size']}")
     counts = [int(n) for n in args.branches.split(",")]
     plans = args.plan.split(",")
-    unknown = set(plans) - set(PLANS)
+    unknown = set(plans) - set(BRANCH_PLANS)
     if unknown:
-        raise SystemExit(f"--plan: unknown {sorted(unknown)}; expected of {sorted(PLANS)}")
+        raise SystemExit(f"--plan: unknown {sorted(unknown)}; expected of {BRANCH_PLANS}")
     store = TokenDatastore.from_path(args.datastore) if args.datastore else None
     results, base = {}, None
     print(f"{'mode':24s} {'tau':>6s} {'90% CI':>12s} {'vs first':>9s} {'gain CI':>14s}")
     for n in counts:
         first = None
         for name in (plans if n > 1 else plans[:1]):
-            tok, st = simulate(turns, n, PLANS[name])
+            tok, st = simulate(turns, n, name)
             base = base or tok
             if tok != base:
                 raise RuntimeError(f"{n} {name}: other tokens than the first mode's")
@@ -225,7 +195,7 @@ def sim(args: argparse.Namespace) -> None:
                 results[mode].update(gain_over_first=d, gain_ci90=list(ci))
             print(line, flush=True)
             if store is not None and n > 1:  # the datastore's gain over the same plan
-                tok_ds, st_ds = simulate(turns, n, PLANS[name], store)
+                tok_ds, st_ds = simulate(turns, n, name, store)
                 tau_ds = sum(tok_ds) / sum(st_ds)
                 ci = tau_difference_interval(tok, st, st_ds)
                 print(f"{f'{n} branches {name} +ds':24s} {tau_ds:6.3f} "

@@ -1,4 +1,4 @@
-"""Host cost of the datastore branch's draft (engine/local/datastore.py, datastore_learn.py).
+"""Host cost of the datastore branch's draft (engine/spec/proposers/datastore.py, learning.py).
 
 The answers in STORE are split in two: the first --learned-tokens tokens are learned by a
 LearningDatastore, as `serve --spec-datastore-learn` would learn them, and the rest form a fixed
@@ -18,8 +18,8 @@ import random
 import time
 from pathlib import Path
 
-from turnspec.engine.local.datastore import TokenDatastore, read_answers
-from turnspec.engine.local.datastore_learn import LearningDatastore
+from turnspec.engine.spec.proposers.datastore import TokenDatastore, read_answers
+from turnspec.engine.spec.proposers.learning import LearningDatastore
 
 
 def main() -> None:

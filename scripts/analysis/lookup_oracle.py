@@ -6,12 +6,12 @@ usage: python scripts/analysis/lookup_oracle.py SAMPLES [--source independent-vo
            [--device cpu] [--json OUT]
 
 Each verify step, a row verifies either the drafter's block or the prompt-lookup continuation
-of its tokens so far (`engine.local.spec_step.takes_lookup`). This replays `--n` held-out
+of its tokens so far (`engine.spec.planner.takes_lookup`). This replays `--n` held-out
 turns of one source (as `turnspec speculator eval` does, through `speculator.tau.replay_steps`):
 - drafter: never the lookup;
-- rule: the engine's choice (`speculator.tau_lookup.with_lookup`), one branch;
+- rule: the engine's choice (the planner with one branch, `speculator.tau_lookup.PlannedPick`);
 - N branches, for each N of --branches: the rule's block and the engine's other candidates
-  (`engine.local.spec_step.branch_candidates`: the block the rule passed over, then the
+  (`engine.spec.planner.row_candidates`: the block the rule passed over, then the
   drafter's block under its next first tokens), each step the one the target accepts
   furthest: exactly what the engine's multi-branch verify commits; with `--plan planned` also
   as `--spec-branch-plan planned` builds them ("N branches planned", with its paired gain over
@@ -33,8 +33,10 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.local.config import MAX_SPEC_BRANCHES
-from turnspec.engine.local.spec_step import LOOKUP_MATCH
+from turnspec.engine.spec.options import MAX_BRANCHES as MAX_SPEC_BRANCHES
+from turnspec.engine.spec.options import SpecOptions
+from turnspec.engine.spec.planner import LOOKUP_MATCH
+from turnspec.engine.spec.swaps import BRANCH_PLANS
 from turnspec.speculator.data import Sample
 from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
@@ -46,7 +48,7 @@ from turnspec.speculator.tau import (
     tau_difference_interval,
     tau_interval,
 )
-from turnspec.speculator.tau_lookup import BRANCH_PLANS, BranchPick
+from turnspec.speculator.tau_lookup import PlannedPick, lookup_continuations
 
 BASE_MODES = ("drafter", "rule")
 
@@ -63,25 +65,26 @@ def branches_mode(n: int, plan: str = "first") -> str:
     return f"{n} branches" + ("" if plan == "first" else f" {plan}")
 
 
-class OraclePick(BranchPick):
+class OraclePick(PlannedPick):
     """`replay_steps`' pick for `branches` verify branches a row, as the engine verifies them
-    (`BranchPick`). With `tally`, it also counts, per (match bucket, rule's side), the steps
+    (`PlannedPick`). With `tally`, it also counts, per (match bucket, rule's side), the steps
     where the rule accepts less than the better of the drafter's block and the lookup
     continuation, and the drafts it loses there."""
 
     def __init__(self, host_ids: list[list[int]], branches: int = 2, tally: bool = True,
                  plan: str = "first") -> None:
-        super().__init__(host_ids, branches, plan)
+        super().__init__(host_ids, SpecOptions(lookup=True, branches=branches, plan=plan))
         self.tally = tally
         self.steps = 0
         self.missed: Counter[tuple[str, str]] = Counter()
         self.lost: Counter[tuple[str, str]] = Counter()
 
-    def seen(self, drafts: Tensor, conts: list[tuple[list[int], int]], rule: Tensor,
-             accepted_rule: Tensor, active: Tensor, accepted_of) -> None:
+    def seen(self, drafts: Tensor, rule: Tensor, accepted_rule: Tensor, anchor: Tensor,
+             active: Tensor, accepted_of) -> None:
         if not self.tally:
             return
         width = drafts.shape[1]
+        conts = lookup_continuations(self.host_ids, anchor, active, width)
         look = torch.tensor([c + [-1] * (width - len(c)) for c, _ in conts],
                             dtype=drafts.dtype, device=drafts.device)
         best = torch.maximum(accepted_of(drafts), accepted_of(look))
@@ -102,7 +105,7 @@ def oracle_replay(drafter: DFlashDrafter, target: FrozenTarget, samples: list[Sa
                   batch_size: int = 16, max_len: int = 2048,
                   branches: tuple[int, ...] = (2,), plans: tuple[str, ...] = ("first",)) -> dict:
     """Tokens and steps per turn for the base modes and each branch count under each branch
-    plan (`BranchPick`), and the tally of the rule's misses along the smallest count's steps
+    plan (`PlannedPick`), and the tally of the rule's misses along the smallest count's steps
     (the first plan's)."""
     runs = [(n, plan) for n in branches for plan in plans]
     modes = [*BASE_MODES, *(branches_mode(n, plan) for n, plan in runs)]

@@ -38,16 +38,15 @@ def main() -> None:
     prompts = [list(s.input_ids[: s.prompt_len]) for s in held[: args.n]]
     if not prompts:
         raise SystemExit(f"{args.data}: no held-out {args.source!r} samples")
-    d = core.policy  # the engine's defaults for this device (confidence, lookup)
-    policies = {"always": SpecPolicy(mode="always", min_confidence=d.min_confidence, lookup=d.lookup)}
+    # the engine's speculation options for this device (confidence, lookup) under each policy
+    policies = {"always": SpecPolicy(mode="always")}
     for k in args.pause_below.split(","):
-        policies[f"adaptive k={k}"] = SpecPolicy(min_confidence=d.min_confidence, lookup=d.lookup,
-                                                 pause_below=float(k))
+        policies[f"adaptive k={k}"] = SpecPolicy(pause_below=float(k))
     acc = {m: ConfigTotals() for m in policies}  # bench spec's own run and totals, so its numbers compare
     for _ in range(args.passes):
         for prompt in prompts:
             for mode, policy in policies.items():
-                core.policy = policy
+                core.speculation.policy = policy
                 acc[mode].add(*decode_one(core, prompt, args.max_new_tokens, core.spec_block))
     for mode, a in acc.items():
         r = a.result()

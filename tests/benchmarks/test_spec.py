@@ -12,7 +12,7 @@ import pytest
 
 from turnspec.benchmarks.spec import DEFAULT_DATA, spread
 from turnspec.cli.main import main
-from turnspec.engine.local.datastore import read_answers
+from turnspec.engine.spec.proposers.datastore import read_answers
 
 
 def test_bench_spec_rows_per_policy_and_block(smollm2_dir: Path, tmp_path: Path, capsys) -> None:

@@ -37,7 +37,7 @@ def test_a_datastore_holding_a_scored_answer_is_refused(tmp_path) -> None:
               device="cpu", with_train=False, json_out=None, lookup=True, branches=3)
     with pytest.raises(ValueError, match=r"holds the answers of 1 of the 1 held-out turns"):
         next(evaluate.evaluate_sets([data], datastore=data, **kw))
-    from turnspec.engine.local.datastore import read_answers
+    from turnspec.engine.spec.proposers.datastore import read_answers
 
     # the train split alone: nothing to refuse
     evaluate.no_scored_answers_in(store, list(read_answers(store)), [held])

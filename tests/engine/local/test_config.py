@@ -61,11 +61,3 @@ def test_verify_branches_default_to_sixteen_on_cuda_with_a_drafter_only() -> Non
     assert cfg.branches_for(on_cpu=True, has_drafter=True) == 1
     assert cfg.branches_for(on_cpu=False, has_drafter=False) == 1
     assert LocalEngineConfig(model_dir="m", spec_branches=2).branches_for(True, True) == 2
-
-
-def test_branch_rows_cap_what_the_batch_could_use() -> None:
-    cfg = LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=None)
-    assert cfg.branch_rows(3) == 8  # every greedy row all its branches
-    assert LocalEngineConfig(model_dir="m").branch_rows(16) == 32  # the default cap
-    assert LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=5).branch_rows(3) == 5
-    assert LocalEngineConfig(model_dir="m", max_batch=4, spec_branch_rows=50).branch_rows(3) == 8

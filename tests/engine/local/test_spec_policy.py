@@ -107,7 +107,7 @@ def test_policy_never_changes_greedy_output(tmp_path: Path, mode: str) -> None:
     core = engine(target, vocab, make_drafter(target, 6, seed))
     # a price no random drafter can pay (kept fixed, not measured, so the test is
     # deterministic): adaptive rows pause and probe, mixed within batches
-    core.policy = _FixedPrice(mode=mode, initial_cost=50.0)
+    core.speculation.policy = _FixedPrice(mode=mode, initial_cost=50.0)
     got, finals = run(core, prompts, sampling)
     assert got == plain
     steps = [f.spec.verify_steps if f.spec else 0 for f in finals]

@@ -48,6 +48,11 @@ def engine(path: Path, vocab: int, drafter=None, dtype: str = "float64", max_bat
     return EngineCore(cfg, tokenizer=make_tokenizer(vocab), drafter=drafter)
 
 
+def lookup_below(core: EngineCore, below: float) -> None:
+    """Rows whose drafter expects fewer than `below` drafts take the lookup continuation."""
+    core.speculation.options = replace(core.speculation.options, lookup_below=below)
+
+
 def greedy_case(tmp_path: Path, vocab: int, seed: int, lengths: tuple[int, ...],
                 max_tokens: int) -> tuple[Path, list[list[int]], SamplingParams, list[list[int]]]:
     """A tiny target, prompts of `lengths` tokens, greedy sampling, and the target's plain
@@ -122,7 +127,7 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
     later token depends on that copy), other branches win at times, and a sampled request in
     the same batch never branches."""
     from turnspec.engine.local import spec_step
-    from turnspec.engine.local.branch import Branches
+    from turnspec.engine.local.shadow_kv import ShadowKV
 
     vocab = 12
     target = make_target(tmp_path, vocab, seed)
@@ -133,13 +138,13 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
     sampling = SamplingParams(max_tokens=32, ignore_eos=True)
     plain, _ = run(engine(target, vocab), prompts, sampling)
     adopted: list[int] = []
-    real = Branches.adopt
+    real = ShadowKV.adopt
 
     def counting_adopt(self, wins):
         adopted.extend(count for _, _, count in wins)
         return real(self, wins)
 
-    monkeypatch.setattr(Branches, "adopt", counting_adopt)
+    monkeypatch.setattr(ShadowKV, "adopt", counting_adopt)
     for lookup, block, n, plan in ((True, 8, 2, "first"), (False, 16, 2, "first"),
                                    (True, 8, 4, "first"), (False, 16, 5, "first"),
                                    (True, 8, 3, "planned"), (False, 16, 4, "planned"),
@@ -155,41 +160,42 @@ def test_branched_verify_keeps_greedy_identical(tmp_path: Path, monkeypatch, see
         assert len(adopted) > before, f"no other branch ever won: {case}"
     # a step's budget of extra rows (--spec-branch-rows): shared out, output unchanged
     shadow_rows: list[int] = []
-    real_shadows = Branches.shadows
+    real_shadows = ShadowKV.shadows
 
     def counting_shadows(self, seqs, block):
         shadow_rows.append(len(seqs))
         return real_shadows(self, seqs, block)
 
-    monkeypatch.setattr(Branches, "shadows", counting_shadows)
+    monkeypatch.setattr(ShadowKV, "shadows", counting_shadows)
     capped = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=8,
                     plan="planned", branch_rows=3)
-    assert capped.branches.max_rows == 3 and len(capped.branches.pool) == 3 * capped.branches.per_row
+    shadows = capped.speculation.shadows
+    assert shadows.max_rows == 3 and len(shadows.pool) == 3 * shadows.per_row
     got, _ = run(capped, prompts, sampling)
     assert got == plain, f"seed={seed} branch_rows=3"
     assert shadow_rows and max(shadow_rows) == 3
-    monkeypatch.setattr(Branches, "shadows", real_shadows)
+    monkeypatch.setattr(ShadowKV, "shadows", real_shadows)
     # a sampled row rides in the same batch and is never branched
     mixed = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=3,
                    plan="planned")
     mixed.add(GenerateRequest("sampled", prompts[0], SamplingParams(max_tokens=16, temperature=0.8,
                                                                     seed=seed, ignore_eos=True)))
     mixed.add(GenerateRequest("greedy", prompts[1], sampling))
-    branched: list[list[str]] = []
-    real_other = spec_step._extra_blocks
+    branched: list[list[bool]] = []  # per step: is the row of each extra block greedy
+    real_plan = spec_step.plan_step
 
-    def recording_other(seqs, *args):
-        rows, alts = real_other(seqs, *args)
-        branched.append([seqs[r].request.request_id for r in rows])
-        return rows, alts
+    def recording_plan(rows, *args):
+        plan = real_plan(rows, *args)
+        branched.append([rows[r].greedy for r in plan.owner[len(rows):]])
+        return plan
 
-    monkeypatch.setattr(spec_step, "_extra_blocks", recording_other)
+    monkeypatch.setattr(spec_step, "plan_step", recording_plan)
     tokens: dict[str, list[int]] = {"sampled": [], "greedy": []}
     while mixed.has_work():
         for d in mixed.step():
             tokens[d.request_id].extend(d.token_ids)
     assert tokens["greedy"] == plain[1] and len(tokens["sampled"]) == 16
-    assert any(branched) and not any("sampled" in ids for ids in branched)
+    assert any(branched) and all(all(extras) for extras in branched)
 
 
 def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) -> None:
@@ -198,26 +204,26 @@ def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) ->
     without verify branches to ride on it is refused."""
     import json
 
-    from turnspec.engine.local.branch import Branches
-    from turnspec.engine.local.datastore import TokenDatastore
+    from turnspec.engine.local.shadow_kv import ShadowKV
+    from turnspec.engine.spec.proposers.datastore import TokenDatastore
 
     vocab, seed = 12, 1
     target, prompts, sampling, plain = greedy_case(tmp_path, vocab, seed, (5, 9, 13), 32)
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"completion": p}) + "\n" for p in plain))
     drafted, adopted = [], []
-    real_draft, real_adopt = TokenDatastore.draft, Branches.adopt
+    real_draft, real_adopt = TokenDatastore.propose, ShadowKV.adopt
 
     def counting_draft(self, tokens, width):
-        drafted.append(real_draft(self, tokens, width))
-        return drafted[-1]
+        drafted.append(real_draft(self, tokens, width).tokens)
+        return real_draft(self, tokens, width)
 
     def counting_adopt(self, wins):
         adopted.extend(wins)
         return real_adopt(self, wins)
 
-    monkeypatch.setattr(TokenDatastore, "draft", counting_draft)
-    monkeypatch.setattr(Branches, "adopt", counting_adopt)
+    monkeypatch.setattr(TokenDatastore, "propose", counting_draft)
+    monkeypatch.setattr(ShadowKV, "adopt", counting_adopt)
     core = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=2,
                   datastore=str(answers))
     got, _ = run(core, prompts, sampling)
@@ -228,7 +234,7 @@ def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) ->
     # a store already read (bench spec's) is used as it is, and only for cfg.spec_datastore
     read = TokenDatastore.from_path(answers)
     shared = EngineCore(core.cfg, tokenizer=core.tokenizer, drafter=core.drafter, datastore=read)
-    assert shared.branches.datastore is read
+    assert shared.speculation.store is read
     with pytest.raises(ValueError, match="datastore: given without cfg.spec_datastore"):
         EngineCore(replace(core.cfg, spec_datastore=None), tokenizer=core.tokenizer,
                    drafter=core.drafter, datastore=read)
@@ -237,59 +243,10 @@ def test_datastore_branch_keeps_greedy_identical(tmp_path: Path, monkeypatch) ->
                datastore=str(tmp_path / "missing"))
 
 
-def test_the_datastore_draft_takes_the_last_place() -> None:
-    from turnspec.engine.local.spec_step import branch_candidates
-
-    own = chosen = [5, 6, 7]
-    swapped = [[2, 6, 7], [3, 6, 7]]
-    assert branch_candidates(chosen, own, [8, 8], swapped, 3, [4, 4]) == \
-        [[8, 8, -1], [2, 6, 7], [4, 4, -1]]
-    assert branch_candidates(chosen, own, [], swapped, 2, [4]) == swapped   # one token: no block
-    assert branch_candidates(chosen, own, [], swapped, 2, [5, 6, 7]) == swapped  # the chosen
-    assert branch_candidates(chosen, own, [], swapped, 2, [2, 6, 7]) == [[3, 6, 7], [2, 6, 7]]
-    assert branch_candidates(chosen, own, [], swapped, 1, [4, 4]) == [[4, 4, -1]]
-
-
 def test_branches_need_a_drafter(tmp_path: Path) -> None:
     target = make_target(tmp_path, 12, 0)
     with pytest.raises(ValueError, match="spec_branches=2: expected a speculator"):
         engine(target, 12, branches=2)
-
-
-def test_extra_blocks_order_skip_repeats_and_stop_at_the_limits() -> None:
-    """The other block of the lookup choice comes first, then the drafter's block under its next
-    first tokens; repeats of a block already verified are skipped, sampled and non-speculating
-    rows get none, a confidence cut with no draft left gets no swapped first token, and the
-    per-row and per-step limits hold, the step's rows handed out by rank (every row's first
-    extra block before any row's second)."""
-    from types import SimpleNamespace
-
-    from turnspec.engine.local.spec_step import _extra_blocks, first_swaps
-
-    def seq(greedy: bool = True):
-        return SimpleNamespace(request=SimpleNamespace(sampling=SimpleNamespace(greedy=greedy)))
-
-    own = [[5, 6, 7], [5, 6, 7], [5, 6, 7], [5, 6, 7], [-1, -1, -1]]
-    chosen = [[9, 9, -1], [5, 6, 7], [5, 6, 7], [5, 6, 7], [-1, -1, -1]]  # row 0 took lookup
-    conts = [([9, 9], 6), ([5, 6, 7], 3), ([8, 8, 8], 2), ([1, 2], 2), ([], 0)]
-    firsts = [[2, 3], [2, 3], [9, 3], [2, 3], [2, 3]]
-    seqs = [seq(), seq(), seq(), seq(False), seq()]
-    spec = [True, True, True, True, True]
-    swapped = [first_swaps(o, f) for o, f in zip(own, firsts, strict=True)]
-    rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 16)
-    by_row = {r: [a for rr, a in zip(rows, alts, strict=True) if rr == r] for r in set(rows)}
-    assert by_row == {
-        0: [[5, 6, 7], [2, 6, 7], [3, 6, 7]],   # drafter's own, then swapped firsts
-        1: [[2, 6, 7], [3, 6, 7]],              # its continuation repeats the chosen
-        2: [[8, 8, 8], [9, 6, 7], [3, 6, 7]],
-    }                                           # row 3 sampled, row 4 has no draft
-    assert rows == [0, 1, 2, 0, 1, 2, 0, 2]     # handed out by rank: every row's first first
-    rows, _ = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 1, 16)
-    assert rows == [0, 1, 2]
-    rows, alts = _extra_blocks(seqs, spec, conts, own, chosen, swapped, 3, 4)
-    assert rows == [0, 1, 2, 0] and alts[3] == [2, 6, 7]  # the step's limit: row 0's second
-    rows, _ = _extra_blocks(seqs, [False] * 5, conts, own, chosen, swapped, 3, 16)
-    assert rows == []
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -306,43 +263,19 @@ def test_prompt_lookup_drafts_keep_greedy_identical(tmp_path: Path, monkeypatch,
     sampling = SamplingParams(max_tokens=24, ignore_eos=True)
     plain, _ = run(engine(target, vocab), prompts, sampling)
     swaps: list[bool] = []
-    real = spec_step._lookup
+    real = spec_step.plan_step
 
-    def counting_lookup(*args):
-        swaps.append(real(*args))
-        return swaps[-1]
+    def counting_lookup(rows, drafted, *args):
+        plan = real(rows, drafted, *args)
+        swaps.append(plan.blocks[: len(rows)] != drafted.drafts)
+        return plan
 
-    monkeypatch.setattr(spec_step, "_lookup", counting_lookup)
+    monkeypatch.setattr(spec_step, "plan_step", counting_lookup)
     spec_core = engine(target, vocab, make_drafter(target, 8, seed), min_confidence=0.1, lookup=True)
-    spec_core.policy.lookup_below = 8.0  # every row asks for a lookup continuation
+    lookup_below(spec_core, 8.0)  # every row asks for a lookup continuation
     got, _ = run(spec_core, prompts, sampling)
     assert got == plain, f"seed={seed}"
     assert any(swaps), "no lookup continuation was ever swapped in"
-
-
-def test_lookup_is_taken_when_the_drafter_expects_little_or_agrees_and_it_runs_longer() -> None:
-    from turnspec.engine.local.spec_step import LOOKUP_AGREE, takes_lookup
-
-    assert LOOKUP_AGREE == 2
-    cont = [5, 6, 7, 8, 9]
-    assert takes_lookup(cont, [1, 2], verified=6, expected=1.5, below=2.0)       # drafter unsure
-    assert not takes_lookup(cont, [1, 2], verified=2, expected=3.0, below=2.0)   # sure, disagrees
-    assert takes_lookup(cont, [5, 6], verified=3, expected=3.0, below=2.0)       # agrees, longer
-    assert not takes_lookup(cont, [5, 6], verified=5, expected=3.0, below=2.0)   # not longer
-    assert not takes_lookup(cont, [5, 1], verified=1, expected=3.0, below=2.0)   # agrees on one only
-    assert not takes_lookup([5], [5, 6], verified=0, expected=0.0, below=2.0)    # one token: never
-
-
-def test_a_long_copy_in_progress_is_taken_over_a_confident_drafter() -> None:
-    from turnspec.engine.local.spec_step import LOOKUP_MATCH, takes_lookup
-
-    cont = list(range(10, 25))                            # 15 tokens to copy
-    sure = dict(verified=15, expected=4.0, below=2.0)     # the drafter expects 4, disagrees
-    assert not takes_lookup(cont, [1, 2], **sure)                              # no match given
-    assert not takes_lookup(cont, [1, 2], **sure, match=LOOKUP_MATCH - 1)      # too short a match
-    assert takes_lookup(cont, [1, 2], **sure, match=LOOKUP_MATCH)              # a copy in progress
-    assert not takes_lookup(cont[:5], [1, 2], **sure, match=16)                # offers 5, not > 4 + 1
-    assert takes_lookup(cont[:6], [1, 2], **sure, match=16)
 
 
 @pytest.mark.parametrize("lookup", [False, True])
@@ -363,7 +296,7 @@ def test_sampled_speculation_has_target_distribution(tmp_path: Path, lookup: boo
     exact = (p1.unsqueeze(1) * p2).flatten()  # [vocab * vocab]
 
     core = engine(target, vocab, make_drafter(target, 4, seed=3), max_batch=256, lookup=lookup)
-    core.policy.lookup_below = 8.0
+    lookup_below(core, 8.0)
     n = 3000
     counts = torch.zeros(vocab * vocab)
     for start in range(0, n, 250):
@@ -394,7 +327,7 @@ def test_sampled_speculation_has_target_distribution(tmp_path: Path, lookup: boo
 def test_bf16_draft_head_keeps_greedy_identical(tmp_path: Path, monkeypatch, native_bf16: bool) -> None:
     """fp32 on CPU: with native bf16 the drafter runs in bf16 (its context rows and a bf16 copy
     of the LM head too); the target still verifies in fp32, so output equals plain greedy."""
-    monkeypatch.setattr("turnspec.engine.local.core.cpu_has_native_bf16", lambda: native_bf16)
+    monkeypatch.setattr("turnspec.engine.local.spec_build.cpu_has_native_bf16", lambda: native_bf16)
     vocab, seed = 15, 1
     target = make_target(tmp_path, vocab, seed)
     g = torch.Generator().manual_seed(seed)

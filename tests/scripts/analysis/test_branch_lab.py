@@ -50,12 +50,12 @@ def test_walk_matches_the_per_step_replay(smollm2_dir, tmp_path) -> None:
                                plans=("first", "planned"))
     for mode, n, plan in (("rule", 1, "first"), ("3 branches", 3, "first"),
                           ("3 branches planned", 3, "planned")):
-        tokens, steps = lab.simulate(turns, n, lab.PLANS[plan])
+        tokens, steps = lab.simulate(turns, n, plan)
         assert tokens == out["tokens"][mode], mode
         assert steps == out["steps"][mode], mode
     # with a datastore branch: the walk against the product's replay (`speculator eval
     # --datastore`), the store the target's answers to other held-out turns
-    from turnspec.engine.local.datastore import TokenDatastore
+    from turnspec.engine.spec.proposers.datastore import TokenDatastore
     from turnspec.speculator.tau import evaluate_tau_runs
 
     others = [s for s in read_samples(ROOT / "models/assets/smollm2-dflash/heldout.jsonl")
@@ -66,10 +66,10 @@ def test_walk_matches_the_per_step_replay(smollm2_dir, tmp_path) -> None:
                for a in range(t.start, t.end))  # the store has blocks to offer
     res = evaluate_tau_runs(drafter, target, held, [16], [True], branches=3, plan="planned",
                             datastore=store)[(16, True)]
-    tokens, steps = lab.simulate(turns, 3, lab.PLANS["planned"], store)
+    tokens, steps = lab.simulate(turns, 3, "planned", store)
     assert list(res.rows) == list(zip(tokens, steps, strict=True))
     path = tmp_path / "dump.pt"
     torch.save({"turns": [lab.asdict(t) for t in turns], "source": "heldout"}, path)
     back, meta = lab.load_turns(path)
     assert meta == {"source": "heldout"}
-    assert lab.simulate(back, 3, lab.PLANS["planned"]) == lab.simulate(turns, 3, lab.PLANS["planned"])
+    assert lab.simulate(back, 3, "planned") == lab.simulate(turns, 3, "planned")

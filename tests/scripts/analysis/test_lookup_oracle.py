@@ -18,7 +18,10 @@ spec.loader.exec_module(oracle)
 
 
 def _accepted_of(truth: torch.Tensor):
-    return lambda cand: (cand == truth).long().cumprod(-1).sum(-1)
+    def accepted_of(cand: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        t = truth if rows is None else truth[rows]
+        return (cand == t).long().cumprod(-1).sum(-1)
+    return accepted_of
 
 
 def test_pick_takes_the_lookup_the_rule_passed_over_and_counts_the_miss() -> None:

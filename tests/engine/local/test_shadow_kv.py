@@ -1,5 +1,5 @@
-"""Branches: a shadow row's block table and scratch KV for an extra verify branch, and the copy
-of a winning branch's KV into the sequence's own slots. The branch choice itself, end to end
+"""ShadowKV: a shadow row's block table and scratch KV for an extra verify block, and the copy
+of a winning block's KV into the sequence's own slots. The choice of blocks itself, end to end
 and greedy-identical, is in test_spec_step.py."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from tests.engine.tiny import make_drafter, make_target, make_tokenizer
-from turnspec.engine.local.branch import Branches
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore
+from turnspec.engine.local.shadow_kv import ShadowKV
 
 
 @pytest.fixture()
@@ -28,7 +28,7 @@ def test_shadow_shares_the_prefix_and_copies_the_anchor_block(core: EngineCore) 
     """Anchor at position 9 with 4-token blocks: blocks 0-1 are shared, block 2 (positions
     8..11, of which 8 is already computed) is copied to scratch, and a verify of 8 tokens
     (positions 9..16) reaches two more scratch blocks (12..15, 16)."""
-    runner, branches = core.runner, core.branches
+    runner, branches = core.runner, core.speculation.shadows
     assert branches is not None and branches.per_row == 3  # (4 - 1 + 8 - 1) // 4 + 1
     runner.k_pools.normal_()
     runner.v_pools.normal_()
@@ -46,7 +46,7 @@ def test_shadow_shares_the_prefix_and_copies_the_anchor_block(core: EngineCore) 
 
 
 def test_adopt_copies_the_committed_positions_only(core: EngineCore) -> None:
-    runner, branches = core.runner, core.branches
+    runner, branches = core.runner, core.speculation.shadows
     table = core.blocks.allocate(5)
     seq = SimpleNamespace(block_table=table, num_computed=9)
     (shadow,) = branches.shadows([seq], 8)
@@ -68,8 +68,8 @@ def test_scratch_lies_past_the_block_manager(core: EngineCore) -> None:
     """The scratch blocks are the runner's last ones, outside the block manager's range: the
     prefix cache never hands them out and `clear` (benchmarks) is not blocked by them."""
     pool_blocks = core.runner.k_pools.shape[1]
-    assert core.branches.pool == list(range(core.blocks.num_blocks, pool_blocks))
-    assert len(core.branches.pool) == 4 * core.branches.per_row
+    assert core.speculation.shadows.pool == list(range(core.blocks.num_blocks, pool_blocks))
+    assert len(core.speculation.shadows.pool) == 4 * core.speculation.shadows.per_row
     core.blocks.clear()
     with pytest.raises(ValueError, match=f"within the runner's {pool_blocks} KV blocks"):
-        Branches(core.runner, pool_blocks - 1, 4, 8)
+        ShadowKV(core.runner, pool_blocks - 1, 4, 8)

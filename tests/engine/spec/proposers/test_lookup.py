@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnspec.engine.local.ngram import ngram_lookup
+from turnspec.engine.spec.proposers.lookup import PromptLookup, ngram_lookup
 
 
 def continuation(tokens: list[int], max_len: int, **sizes: int) -> list[int]:
@@ -43,3 +43,10 @@ def test_the_match_is_counted_back_past_the_ngram_size() -> None:
     assert ngram_lookup(toks, 3, match_cap=5)[1] == 5
     assert ngram_lookup([3, 8, 1, 3, 8], 2) == ([1, 3], 2)  # a bare 2-gram match
     assert ngram_lookup([1, 2, 3], 2) == ([], 0)
+
+
+def test_the_proposer_returns_the_continuation_and_its_match() -> None:
+    toks = [9, 1, 2, 3, 4, 5, 8, 1, 2, 3]
+    got = PromptLookup().propose(toks, 2)
+    assert got.tokens == [4, 5] and got.match == 3   # [1, 2, 3] matched, then 9 and 8 differ
+    assert PromptLookup().propose((7, 7), 3).tokens == [] and PromptLookup().propose([1, 2], 3).match == 0

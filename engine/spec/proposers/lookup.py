@@ -1,22 +1,26 @@
-"""Prompt-lookup drafts for the spec step: the continuation of the latest earlier occurrence of
+"""Prompt lookup, a proposer: the continuation of the latest earlier occurrence of
 the sequence's last n tokens (n from `ngram_max` down to `ngram_min`).
 
 Why beside the DFlash drafter: voice agents repeat their context (a confirmation read back, an
 earlier agent line paraphrased, a tool result spoken), and the drafter has learned to copy only
 in the shapes it was trained on; on its worst held-out turns it committed one token per step
-through a sentence that stands verbatim three messages up. The spec step takes this
+through a sentence that stands verbatim three messages up. The planner takes this
 continuation instead of the drafter's block when the drafter expects little of its own block
 (docs/history/notes/cpu-spec-step.md), or when the source matches a long run of the last tokens
 (`ngram_lookup`'s match: a copy in progress) and offers more than the drafter expects
-(spec_step.py). Drafts are proposals either way: the
-target verifies them, so output is unchanged. Host-side: one backwards scan for the last token,
+(planner.py `takes_lookup`); with verify branches, the block it passed over is verified too.
+Drafts are proposals either way: the target verifies them, so output is unchanged. Host-side: one backwards scan for the last token,
 then an n-gram check per hit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def ngram_lookup(tokens: list[int], max_len: int, ngram_min: int = 2, ngram_max: int = 4,
+from turnspec.engine.spec.proposers import Proposal
+
+
+def ngram_lookup(tokens: Sequence[int], max_len: int, ngram_min: int = 2, ngram_max: int = 4,
                  match_cap: int = 16) -> tuple[list[int], int]:
     """(continuation, match): up to `max_len` tokens that followed the most recent earlier
     occurrence of the longest matching suffix of `tokens` (length ngram_max..ngram_min), and how
@@ -45,4 +49,12 @@ def ngram_lookup(tokens: list[int], max_len: int, ngram_min: int = 2, ngram_max:
     n = best_n  # the chosen source, matched further back
     while n < match_cap and best_j - n >= 0 and tokens[best_j - n] == tokens[end - n]:
         n += 1
-    return tokens[best_j + 1 : min(best_j + 1 + max_len, end + 1)], n
+    return list(tokens[best_j + 1 : min(best_j + 1 + max_len, end + 1)]), n
+
+
+class PromptLookup:
+    """The proposer: `ngram_lookup` with its default n-gram sizes."""
+
+    def propose(self, tokens: Sequence[int], width: int) -> Proposal:
+        cont, match = ngram_lookup(tokens, width)
+        return Proposal(cont, match)

@@ -23,7 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from turnspec.engine.local.datastore import NGRAM, TokenDatastore
+from turnspec.engine.spec.proposers import Proposal
+from turnspec.engine.spec.proposers.datastore import NGRAM, TokenDatastore
 
 REBUILD_MIN_TOKENS = 64  # a rebuild waits for at least this many new tokens...
 REBUILD_GROWTH = 16  # ...and for 1/16 of the tokens already indexed
@@ -91,11 +92,16 @@ class LearningDatastore:
         """Answers kept (not all of them indexed yet, while a rebuild is due or running)."""
         return len(self._answers)
 
-    def draft(self, tokens: Sequence[int], width: int) -> list[int]:
-        """Up to `width` tokens, from whichever store matched more of `tokens`' end."""
+    def propose(self, tokens: Sequence[int], width: int) -> Proposal:
+        """Up to `width` tokens, from whichever store matched more of `tokens`' end (this one
+        on a tie)."""
         self._swap()
-        mine, matched = self.learned.draft_match(tokens, width)
+        mine = self.learned.propose(tokens, width)
         if self.base is None:
             return mine
-        theirs, base_matched = self.base.draft_match(tokens, width)
-        return mine if mine and matched >= base_matched else theirs
+        theirs = self.base.propose(tokens, width)
+        return mine if mine.tokens and mine.match >= theirs.match else theirs
+
+    def draft(self, tokens: Sequence[int], width: int) -> list[int]:
+        """`propose`'s tokens."""
+        return self.propose(tokens, width).tokens

@@ -11,8 +11,8 @@ import pytest
 from tests.engine.local.test_spec_step import engine, greedy_case, run
 from tests.engine.tiny import make_drafter
 from turnspec.engine.local.config import LocalEngineConfig
-from turnspec.engine.local.datastore import TokenDatastore
-from turnspec.engine.local.datastore_learn import REBUILD_MIN_TOKENS, LearningDatastore
+from turnspec.engine.spec.proposers.datastore import TokenDatastore
+from turnspec.engine.spec.proposers.learning import REBUILD_MIN_TOKENS, LearningDatastore
 
 
 @pytest.mark.parametrize("background", [False, True])
@@ -69,12 +69,12 @@ def test_an_engine_learning_its_answers_stays_greedy_and_drafts_them(tmp_path: P
     vocab, seed = 12, 1
     target, prompts, sampling, plain = greedy_case(tmp_path, vocab, seed, (5, 9, 13), 32)
     core = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=2)
-    assert core.learner is None
+    assert core.speculation.learner is None
     core = engine(target, vocab, make_drafter(target, 8, seed), lookup=True, branches=2,
                   learn=True)
     first, finals = run(core, prompts, sampling)
-    core.learner.wait()
-    assert first == plain and core.learner.answers == len(prompts)
+    core.speculation.learner.wait()
+    assert first == plain and core.speculation.learner.answers == len(prompts)
     again, finals_again = run(core, prompts, sampling)
     assert again == plain
     steps = [sum(f.spec.verify_steps for f in fs) for fs in (finals, finals_again)]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-# "first": the drafter's block under its next most likely first tokens (spec_step.first_swaps);
+# "first": the drafter's block under its next most likely first tokens (`first_swaps`);
 # "planned": the best-first tree below (plan_swaps)
 BRANCH_PLANS = ("first", "planned")
 
@@ -101,3 +101,9 @@ def apply_swaps(own: Sequence[int], swaps: Sequence[tuple[int, int]]) -> list[in
     for d, token in swaps:
         block[d] = token
     return block
+
+
+def first_swaps(own: Sequence[int], firsts: Sequence[int]) -> list[list[int]]:
+    """The "first" plan: `own` with its first draft swapped for each of the drafter's next most
+    likely first tokens `firsts`; none where a confidence cut left no draft."""
+    return [[t, *own[1:]] for t in firsts] if own and own[0] >= 0 else []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from turnspec.engine.local.datastore import TokenDatastore, read_answers
+from turnspec.engine.spec.proposers.datastore import TokenDatastore, read_answers
 
 
 def test_draft_takes_the_continuation_most_answers_took() -> None:

@@ -1,4 +1,4 @@
-"""branch_plan: the planned swaps of a row's extra verify branches, checked against the expected
+"""swaps: the planned swaps of a row's extra verify branches, checked against the expected
 accepted drafts computed by enumerating every target continuation."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from turnspec.engine.local.branch_plan import apply_swaps, plan_swaps
+from turnspec.engine.spec.swaps import apply_swaps, first_swaps, plan_swaps
 
 OTHER = 99  # a token no block proposes: the rest of each position's probability
 
@@ -153,3 +153,9 @@ def test_lazy_siblings_plan_what_pushing_every_guess_plans(seed: int) -> None:
     for (g, sw), (_, esw) in zip(lazy, eager, strict=True):
         if gains.count(g) == 1:
             assert sw == esw
+
+
+def test_first_swaps_swap_the_first_draft_only_where_there_is_one() -> None:
+    assert first_swaps([5, 6, 7], [2, 3]) == [[2, 6, 7], [3, 6, 7]]
+    assert first_swaps([-1, -1], [2, 3]) == []   # a confidence cut left no draft
+    assert first_swaps([], [2]) == []

@@ -1,11 +1,11 @@
-"""Datastore drafts for the verify branches (`--spec-datastore PATH`): the continuation that the
+"""The datastore, a proposer (`--spec-datastore PATH`): the continuation that the
 target's own earlier answers most often took after a row's last tokens.
 
 Why: a DFlash drafter proposes what its training taught it; a deployment's answers repeat
 phrasings of their own (a greeting, a confirmation, a tool call's shape, a sign-off) that a
 store of those answers holds verbatim. Retrieval drafts (REST, arXiv:2311.08252) and suffix
 trees over earlier outputs (SuffixDecoding, arXiv:2411.04975) draft from such a store. Here the
-store's block is one more candidate of a greedy row's verify branches (spec_step.py), so a
+store's block is one more candidate of a greedy row's verify branches (planner.py), so a
 wrong one costs a verify row and nothing else: output stays the target's.
 
 How: the answers are concatenated (a separator between them) and every 3-gram's end position
@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
+
+from turnspec.engine.spec.proposers import Proposal
 
 NGRAM = 3  # the indexed key: a row's last 3 tokens
 MAX_MATCH = 12  # the match is extended backwards up to this many tokens
@@ -85,6 +87,11 @@ class TokenDatastore:
                              "(input_ids + loss_mask) or packed completions (completion)")
         return store
 
+    def propose(self, tokens: Sequence[int], width: int) -> Proposal:
+        """The proposer: `draft_match` as a Proposal."""
+        draft, match = self.draft_match(tokens, width)
+        return Proposal(draft, match)
+
     def draft(self, tokens: Sequence[int], width: int) -> list[int]:
         """Up to `width` tokens that the store's answers most often continue `tokens` with;
         [] when its last 3 tokens never occur there."""
@@ -92,7 +99,7 @@ class TokenDatastore:
 
     def draft_match(self, tokens: Sequence[int], width: int) -> tuple[list[int], int]:
         """`draft`, and how many of `tokens`' last tokens its sources matched (0: no draft);
-        of two stores, the longer match is the more specific (datastore_learn.py)."""
+        of two stores, the longer match is the more specific (learning.py)."""
         if len(tokens) < NGRAM or width < 1:
             return [], 0
         key = _key(int(tokens[-3]), int(tokens[-2]), int(tokens[-1]))

@@ -87,7 +87,7 @@ def _lags(arrivals_unix_ms: list[float], ready0_unix_ms: float, interval_ms: flo
 # -- in-process baseline ---------------------------------------------------------------------
 
 async def _inprocess(args: argparse.Namespace, chat: Any) -> dict[str, Any]:
-    from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
+    from turnspec.engine.fake import FakeFixedRateEngine
     from turnspec.engine.protocol import GenerateRequest, SamplingParams
 
     engine = FakeFixedRateEngine(chat, first_token_ms=args.first_token_ms,
@@ -126,8 +126,8 @@ def child_main(argv: list[str]) -> None:
     [otlp_endpoint]. Prints "PORTS <http> <grpc>" when serving; stops when stdin closes."""
     import sys
 
-    from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
     from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.fake import FakeFixedRateEngine
     from turnspec.server.app import ServerApp
     from turnspec.server.config import ServerConfig
     from turnspec.server.tracing import TracingConfig, build_tracer_provider

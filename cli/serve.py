@@ -30,7 +30,7 @@ from turnspec.server.recorder import RecorderConfig, read_redact_file
 from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
 
 API_KEY_ENV = "TURNSPEC_API_KEY"
-FAKE_ENGINE = "fake-fixed-rate"  # benchmarks/fake_fixed_rate.py: known answers for load tools
+FAKE_ENGINE = "fake-fixed-rate"  # engine/fake.py: known answers for load tools
 _DEFAULTS = ServerConfig()  # the voice-safe defaults the flags start from
 
 
@@ -139,8 +139,8 @@ def add_fake_engine_args(p: argparse.ArgumentParser) -> None:
 
 def build_fake_engine(args: argparse.Namespace):
     """`FakeFixedRateEngine` with the model folder's chat template (no weights loaded)."""
-    from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
     from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.fake import FakeFixedRateEngine
 
     chat = ChatTemplate.from_model_dir(resolve_model_dir(args.model))
     return FakeFixedRateEngine(chat, first_token_ms=args.fake_first_token_ms,

@@ -7,40 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-_TERMINATORS = ".!?"
-
-
-class SentenceWatch:
-    """When the first spoken sentence is complete, as the server's `ttfs_ms` defines it: a
-    `.`/`?`/`!` after some text and followed by whitespace, or a newline after some text, or
-    the end of the turn right after a terminator ("3.5" ends nothing: a TTS segmenter waits
-    for the next character too)."""
-
-    __slots__ = ("done", "_text", "_pending")
-
-    def __init__(self) -> None:
-        self.done = False
-        self._text = False  # some non-space text seen
-        self._pending = False  # the last character was a terminator after text
-
-    def feed(self, text: str) -> bool:
-        """True when the first sentence completes inside `text`."""
-        if self.done:
-            return False
-        for ch in text:
-            if (self._pending and ch.isspace()) or (ch == "\n" and self._text):
-                self.done = True
-                return True
-            self._pending = ch in _TERMINATORS and self._text
-            self._text = self._text or not ch.isspace()
-        return False
-
-    def finish(self) -> bool:
-        """At the end of the turn: a trailing terminator completes the sentence."""
-        if not self.done and self._pending:
-            self.done = True
-            return True
-        return False
+from turnspec.tools_grammar.sentence import SentenceWatch
 
 
 @dataclass(slots=True)

@@ -133,7 +133,7 @@ class Session:
             # Off the loop: tokenizing a ~1,000-token prompt takes ~1 ms on an idle core and
             # 3-4 ms on a busy 2-core host, and the tokenizer releases the GIL meanwhile. On
             # the loop, every request that arrived during it waited unread (and unstamped):
-            # the gRPC/HTTP E2E residual of docs/loadtest.md.
+            # the gRPC/HTTP E2E residual of docs/history/loadtest-validation-2026-12.md.
             prompt = await asyncio.to_thread(_render, chat, history_ids, messages, tools)
         except Exception as e:  # the template's own checks (role order, content types)
             raise invalid(f"the chat template rejected the conversation: {e}",

@@ -20,8 +20,6 @@ from typing import Any
 
 from turnspec.engine.protocol import Timing
 
-_TERMINATORS = ".!?"
-
 
 def now_us() -> int:
     """Server wall clock in microseconds, the `t_us` every server event carries."""
@@ -39,7 +37,7 @@ class TurnClock:
     received_unix_us: int
     hops: dict[str, tuple[float, float]] = field(default_factory=dict)
     first_output: float | None = None    # first text/tool event handed to the transport
-    first_sentence: float | None = None  # first spoken clause complete (TTS can start)
+    first_sentence: float | None = None  # first spoken clause complete (tools_grammar/sentence.py)
     first_call_done: float | None = None  # first tool call's arguments complete and parsed
     calls: list[tuple[str, float, float]] = field(default_factory=list)  # (name, start, done)
     stamped: float | None = None         # the terminal event is serialized next
@@ -57,39 +55,6 @@ class TurnClock:
     def unix_ns(self, t: float) -> int:
         """A perf_counter mark on the wall clock (for spans), anchored at the arrival."""
         return self.received_unix_us * 1000 + round((t - self.received) * 1e9)
-
-
-class SentenceWatch:
-    """Finds when the first spoken clause is complete: a `.`, `?` or `!` followed by
-    whitespace, or a newline after some text, or the end of the turn after a terminator. A
-    terminator must be followed by a space to count, so "3.5" or "Dr.Smith" does not end a
-    sentence while the next token is still unknown (what a TTS segmenter waits for too)."""
-
-    __slots__ = ("done", "_text", "_pending")
-
-    def __init__(self) -> None:
-        self.done = False
-        self._text = False     # some non-space text seen
-        self._pending = False  # the last character was a terminator
-
-    def feed(self, text: str) -> bool:
-        """True if the first sentence completed inside `text`."""
-        if self.done:
-            return False
-        for ch in text:
-            if self._pending and ch.isspace() or ch == "\n" and self._text:
-                self.done = True
-                return True
-            self._pending = ch in _TERMINATORS and self._text
-            self._text = self._text or not ch.isspace()
-        return False
-
-    def finish(self) -> bool:
-        """At the end of the turn: a trailing terminator completes the sentence."""
-        if not self.done and self._pending:
-            self.done = True
-            return True
-        return False
 
 
 def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:

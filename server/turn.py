@@ -39,7 +39,7 @@ from turnspec.server.events import (
     TurnDone,
     Usage,
 )
-from turnspec.server.timing import SentenceWatch, TurnClock, stamp, timing_block
+from turnspec.server.timing import TurnClock, stamp, timing_block
 from turnspec.server.tracing import trace_id_of
 from turnspec.tools_grammar.parser import (
     ParseEvent,
@@ -48,6 +48,7 @@ from turnspec.tools_grammar.parser import (
     ToolCallStarted,
     ToolCallStreamParser,
 )
+from turnspec.tools_grammar.sentence import SentenceWatch
 
 if TYPE_CHECKING:
     from turnspec.server.hub import SessionHub

@@ -1,9 +1,9 @@
 """Drafter training data: prompts answered by the target, saved with loss masks.
 
-The paper regenerates every response with the target (docs/dflash.md §5): the drafter must learn
-the target's own distribution, not a dataset's. The target is injected (this module needs no
-engine; datagen_run.py wires the local one in): `answer` takes one batch of prompts at a time
-(the local engine's greedy `generate_batch`), `stream` pulls prompts as the engine has room and
+The paper regenerates every response with the target (docs/drafter-training.md): the drafter
+must learn the target's own distribution, not a dataset's. The target is injected (this module
+needs no engine; datagen_run.py wires the local one in): `answer` takes one batch of prompts at a
+time (the local engine's greedy `generate_batch`), `stream` pulls prompts as the engine has room and
 yields each completion as it finishes (`generate_stream`: no batch tail, the CLI's default).
 Output is one JSONL record per prompt (see data.py), appended as answers come: an interrupted
 run resumes where it stopped, skipping ids already written.

@@ -5,7 +5,7 @@ greedy data is the argmax of the target's distribution at position a+k-1 (causal
 x[..a+k-1], exactly the prefix under which slot k is accepted online). The soft label is that
 distribution itself, kept as its top-k (renormalized): where the target hesitates between
 wordings, the drafter learns the ranking instead of one arbitrary winner (distillation;
-docs/dflash.md §5).
+docs/drafter-training.md).
 
 Measured (H200, docs/history/notes/run11-soft-labels.md): w = 0.5 beside plain CE on
 the same data, init and budget gave held-out tool tau 4.84 against 4.87 (no gain, and 12% fewer

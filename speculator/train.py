@@ -1,4 +1,4 @@
-"""Train a DFlash drafter on target-generated data (docs/dflash.md §5).
+"""Train a DFlash drafter on target-generated data (docs/drafter-training.md).
 
 The run: setup (target, packed data, drafter, warm start or resume) -> steps (one step's math
 is `train_step.py`: frozen target features, random anchors re-drawn every time a sequence is

@@ -1,4 +1,4 @@
-"""One drafter training step (docs/dflash.md §5) and its on-device metrics.
+"""One drafter training step (docs/drafter-training.md) and its on-device metrics.
 
 A batch of whole sequences -> frozen target features (and, with soft labels, the target's
 top-k distribution over each response) -> random anchors per sequence -> all blocks in one

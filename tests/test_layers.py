@@ -7,6 +7,13 @@ the public wire contracts only (`server/proto`), never server internals or the e
 imports a private (underscore) name from another module. `scripts/` may import any package.
 The speculation core (`engine/spec/`) imports no engine: only itself and `kernels`, so every
 engine (the embedded one, the SGLang plugin) and the offline replay can call it.
+
+No product module imports `turnspec.benchmarks`. Product is every package but `benchmarks`
+itself and `scripts/`; `cli/` is product too (`turnspec serve` must run without the benches),
+except the modules that only wire benchmark commands: `cli/bench.py` (`turnspec bench ...`) and
+`cli/simulate.py` (`turnspec simulate`, whose model lives in `benchmarks/simulate*.py`). The
+layer order already keeps every package below `benchmarks` from importing it; this rule adds
+`cli/` beyond those two files. An engine the server can run, even a fake one, lives in `engine/`.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ ORDER = ("kernels", "tools_grammar", "workloads", "engine", "speculator", "serve
 RANK = {name: i for i, name in enumerate(ORDER)}
 # what loadtest may import besides itself: workload data and the wire contract
 LOADTEST_ALLOWED = ("turnspec.tools_grammar", "turnspec.workloads", "turnspec.server.proto")
+# the only product files that may import turnspec.benchmarks: the wiring of benchmark commands
+BENCH_WIRING = ("cli/bench.py", "cli/simulate.py")
 
 
 def _sources() -> list[Path]:
@@ -71,6 +80,9 @@ def layer_violations(path: Path, root: Path = ROOT) -> list[str]:
         elif src == "loadtest" and not module.startswith(LOADTEST_ALLOWED):
             bad.append(f"{where}:{line}: loadtest imports {module}; it may use only "
                        f"{', '.join(LOADTEST_ALLOWED)} (public wire contracts)")
+        elif dst == "benchmarks" and src != "scripts" and where.as_posix() not in BENCH_WIRING:
+            bad.append(f"{where}:{line}: product module imports {module}; only "
+                       f"{', '.join(BENCH_WIRING)} (benchmark commands) may import benchmarks")
     return bad
 
 
@@ -138,10 +150,14 @@ def test_no_private_name_is_imported_across_modules() -> None:
     ("loadtest/x.py", "from turnspec.server.hub import SessionHub", "loadtest imports turnspec.server.hub"),
     ("loadtest/x.py", "from turnspec.engine.chat import ChatTemplate", "loadtest imports"),
     ("server/x.py", "from turnspec.benchmarks.spec import run", "server imports turnspec.benchmarks"),
+    ("cli/serve.py", "from turnspec.benchmarks.frontend import run",
+     "product module imports turnspec.benchmarks.frontend"),
+    ("cli/chat.py", "import turnspec.benchmarks", "product module imports turnspec.benchmarks"),
 ])
-def test_the_checker_catches_an_upward_import(tmp_path: Path, source: str, line: str,
+def test_the_checker_catches_a_forbidden_import(tmp_path: Path, source: str, line: str,
                                               expected: str) -> None:
-    """The walk itself: a file planted in a fake tree with a bad import is reported."""
+    """The walk itself: a file planted in a fake tree with an upward import, or a product
+    import of a benchmark, is reported."""
     path = tmp_path / source
     path.parent.mkdir(parents=True)
     path.write_text(line + "\n")
@@ -153,6 +169,14 @@ def test_the_checker_allows_downward_and_wire_contract_imports(tmp_path: Path) -
     path.parent.mkdir(parents=True)
     path.write_text("from turnspec.server.proto.turnspec.v1 import generation_pb2\n"
                     "from turnspec.workloads import generate_conversations\n")
+    assert layer_violations(path, tmp_path) == []
+
+
+@pytest.mark.parametrize("source", ["cli/bench.py", "cli/simulate.py", "scripts/x.py"])
+def test_benchmark_commands_and_scripts_may_import_benchmarks(tmp_path: Path, source: str) -> None:
+    path = tmp_path / source
+    path.parent.mkdir(parents=True)
+    path.write_text("from turnspec.benchmarks.spec import run\n")
     assert layer_violations(path, tmp_path) == []
 
 

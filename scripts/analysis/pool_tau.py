@@ -7,7 +7,7 @@ usage: python scripts/analysis/pool_tau.py EVAL.json [EVAL.json ...] [--split to
 interval: a bootstrap over every turn of every set when each JSON carries per-turn `rows`;
 for older JSONs, from the per-set intervals as independent estimates, weighted by steps
 (half-width sqrt(sum((w_i * h_i)^2)), the delta method for a ratio of sums), marked "approx".
-e.g. the default drafter's pooled τ (docs/benchmarks.md, "The default drafter", names RUN):
+e.g. run 22's pooled τ (docs/history/benchmarks-2026-12.md, "The default drafter", names RUN):
   python scripts/analysis/pool_tau.py docs/gpu-runs/RUN/tau_main_heldout-seed{7..14}.json
 """
 

@@ -2,7 +2,7 @@
 # Wider verify trees on the H200 (issue 34): planned branches up to 16 and the datastore branch,
 # scored and timed on the committed H200 answers to the independent set, after
 # `bash scripts/gpu/sglang.sh unpack` (the drafter at /tmp/sgcarry/drafter, the model prepared).
-# The CPU walk of the same answers (scripts/analysis/branch_lab.py, docs/dflash.md §7) predicts
+# The CPU walk of the same answers (branch_lab.py, docs/history/dflash-2026-12.md §7) predicted
 # generic 2.67 (3 first) -> 3.00 (8 planned) -> 3.19 (16 planned) -> 3.25 (+ datastore).
 #   bash scripts/gpu/trees.sh tau    # τ as served: speculator eval, 3 first / 8, 16 planned /
 #                                    # 16 planned + datastore (one process each, ~1 min)

@@ -101,8 +101,8 @@ def test_server_errors_and_max_error_rate(fake_serve, tmp_path):
 
 
 def test_a_server_that_goes_away_mid_run(smollm2_dir, tmp_path):
-    from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
     from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.fake import FakeFixedRateEngine
 
     engine = FakeFixedRateEngine(ChatTemplate.from_model_dir(str(smollm2_dir)),
                                  first_token_ms=20.0, interval_ms=10.0, tokens_per_request=8)

@@ -1,24 +1,21 @@
-"""The client's time to first sentence follows the server's definition (SentenceWatch)."""
+"""The client's record of one request: time to first sentence by the server's rule
+(tools_grammar/sentence.py, tested in tests/tools_grammar/test_sentence.py), E2E at the
+terminal event."""
 
 from __future__ import annotations
 
-import pytest
-
-from turnspec.loadtest.record import RequestRecord, SentenceWatch
+from turnspec.loadtest.record import RequestRecord
 
 
-@pytest.mark.parametrize(("chunks", "done_at"), [
-    (["Sure", ".", " What", " time?"], 2),    # the space after the period completes it
-    (["It costs 3", ".5 dollars", " today"], None),  # "3.5" is no sentence end
-    (["Hello", "\n", "there"], 1),           # a newline after text
-    (["\n", "Hi"], None),                    # a newline before any text is not a clause
-    (["Okay?", "\t", "x"], 1),
-    ([". ", "so"], None),                    # a terminator before any text ends nothing
-])
-def test_sentence_watch(chunks, done_at):
-    w = SentenceWatch()
-    hits = [i for i, c in enumerate(chunks) if w.feed(c)]
-    assert hits == ([] if done_at is None else [done_at])
+def test_ttfs_is_the_chunk_that_completes_the_first_sentence(monkeypatch):
+    ticks = iter([4.0, 6.0, 9.0])
+    monkeypatch.setattr(RequestRecord, "now_ms", lambda self: next(ticks))
+    r = RequestRecord("ws")
+    r.begin()
+    r.text_chunk("Sure")   # 4
+    r.text_chunk(".")      # 6: a terminator, the next character still unknown
+    r.text_chunk(" What")  # 9: the space completes it
+    assert r.ttfs_ms == 9.0
 
 
 def test_a_trailing_terminator_completes_at_the_end():

@@ -11,9 +11,9 @@ import logging
 
 import pytest
 
-from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
 from turnspec.benchmarks.stress.rawws import Closed, RawSocket
 from turnspec.engine.chat import ChatTemplate
+from turnspec.engine.fake import FakeFixedRateEngine
 from turnspec.loadtest.clients import ChatCompletionsClient, ResponsesSocketClient
 
 from .srv_helpers import assert_serves_normally, start_server

@@ -1,34 +1,12 @@
-"""The timing block's parts and the first-sentence rule (server/timing.py), unit level."""
+"""The timing block's parts (server/timing.py), unit level; the first-sentence rule it uses is
+tests/tools_grammar/test_sentence.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from turnspec.engine.protocol import Timing
-from turnspec.server.timing import SentenceWatch, TurnClock, stamp, timing_block
-
-
-@pytest.mark.parametrize(("pieces", "done_at"), [
-    (["Sure", ".", " I", " can"], 2),            # '.' then a space: done on the space's piece
-    (["Sure.", " I can help."], 1),
-    (["It costs 3", ".5 dollars", ". OK"], 2),   # "3.5" is not a sentence end
-    (["Hello", "\n", "there"], 1),               # newline after text
-    (["\n", "\n", "Hi!", " Bye"], 3),            # leading newlines do not count
-    (["Really?", "Yes"], None),                  # no space after '?' yet: not complete
-    (["um ", "let me check"], None),
-])
-def test_first_sentence_needs_its_terminator_and_a_space(pieces, done_at) -> None:
-    w = SentenceWatch()
-    hits = [i for i, p in enumerate(pieces) if w.feed(p)]
-    assert hits == ([] if done_at is None else [done_at])
-
-
-def test_a_trailing_terminator_completes_the_sentence_at_the_end() -> None:
-    w = SentenceWatch()
-    assert not w.feed("All set.")
-    assert w.finish() and not w.finish()  # once
-    w = SentenceWatch()
-    assert not w.feed("all set") and not w.finish()
+from turnspec.server.timing import TurnClock, stamp, timing_block
 
 
 def test_the_four_parts_add_up_to_the_server_e2e() -> None:

@@ -1,4 +1,4 @@
-"""FakeFixedRateEngine: the deliberately fake engine behind `turnspec bench frontend`."""
+"""FakeFixedRateEngine (engine/fake.py): the deliberately fake engine of `bench frontend`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
+from turnspec.engine.fake import FakeFixedRateEngine
 from turnspec.engine.protocol import (
     ContextLengthError,
     Engine,

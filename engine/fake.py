@@ -1,10 +1,12 @@
 """FakeFixedRateEngine: a deliberately FAKE engine that runs no model.
 
-It exists for one purpose: measuring the front end's own overhead (`turnspec bench frontend`).
+It only measures front-end overhead: `turnspec bench frontend`, and `turnspec serve --engine
+fake-fixed-rate` for load tools checked against known answers (scripts/loadtest/known_answers.py).
 Token i of a request becomes available at exactly `accepted + first_token_ms + i * interval_ms`
 (an absolute schedule, so a slow consumer shows up as lateness instead of shifting later
 tokens), whoever consumes it. Comparing arrival times through a transport with arrival times
-in-process therefore isolates what the transport adds. Never use it to serve users.
+in-process therefore isolates what the transport adds. It implements the Engine protocol so the
+real server runs over it; never use it to serve users.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ class SGLangWatch:
         while True:
             try:
                 loads = await tm.get_loads()
-                self.stats = stats_from_loads([load.to_dict() for load in loads])
+                if loads:  # none until the scheduler's first publish
+                    self.stats = stats_from_loads([load.to_dict() for load in loads])
             except Exception as e:  # no snapshot published yet, or a shape we do not know
                 if not warned:
                     log.warning("sglang load snapshot unreadable (stats() keeps the last one): "

@@ -176,7 +176,7 @@ class SGLangEngine:
             raise EngineError(f"sglang failed while starting: {self.dead}")
 
     async def shutdown(self) -> None:
-        await self._watch.stop()
+        await self._watch.stop(dead=self.dead is not None)
         if self._engine is not None:
             if self.dead is not None:  # its processes may be wedged: kill, do not wait on them
                 self._watch.kill_children()

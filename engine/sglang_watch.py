@@ -87,8 +87,11 @@ class SGLangWatch:
                     warned = True
             await asyncio.sleep(self._interval_s)
 
-    async def stop(self) -> None:
-        """Stop watching (idempotent): before a shutdown that ends the children on purpose."""
+    async def stop(self, dead: bool = False) -> None:
+        """Stop watching (idempotent): before a shutdown that ends the children on purpose.
+        `dead`: SIGQUIT is ignored from then on, not reset: SGLang's own watchdog thread may
+        still report the dead child (within its 1 s poll) while this process winds down, and
+        SIGQUIT's default would dump core instead of the server's exit status."""
         if self._procs is not None:
             self._procs.stop()
         if self._poller is not None:
@@ -99,6 +102,8 @@ class SGLangWatch:
         if self._sigquit:
             asyncio.get_running_loop().remove_signal_handler(signal.SIGQUIT)
             self._sigquit = False
+            if dead:
+                signal.signal(signal.SIGQUIT, signal.SIG_IGN)
 
     def kill_children(self) -> list[int]:
         """SIGKILL the children still running, after a death: SGLang's own `shutdown()` waits

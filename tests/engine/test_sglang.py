@@ -147,4 +147,7 @@ async def test_a_dead_scheduler_ends_every_stream(standin, how: str) -> None:
     if how == "SIGQUIT":
         rt.scheduler.kill()
     await eng.shutdown()
-    assert signal.getsignal(signal.SIGQUIT) == signal.SIG_DFL  # ours is gone with the engine
+    if threading.current_thread() is threading.main_thread():
+        # dead: a late SIGQUIT (SGLang's watchdog) is ignored while the process winds down
+        assert signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)

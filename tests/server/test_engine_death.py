@@ -27,7 +27,7 @@ from turnspec.loadtest.clients import (
     GenerationClient,
     ResponsesSocketClient,
 )
-from turnspec.server.app import EXIT_ENGINE_FAILED
+from turnspec.server.app import EXIT_ENGINE_FAILED, ServerApp
 from turnspec.server.config import ServerConfig
 from turnspec.server.testing import ThreadedServer
 
@@ -69,7 +69,7 @@ def _health(port: int) -> tuple[int, str]:
 async def _until_running(port: int, n: int) -> None:
     """/metrics shows `n` sequences in SGLang (its load snapshot, through stats())."""
     for _ in range(3000):  # a hang guard (30 s), not a timing assertion
-        if scrape(port)["turnspec_engine_active_sequences"] == n:
+        if (await asyncio.to_thread(scrape, port))["turnspec_engine_active_sequences"] == n:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"never {n} running: {scrape(port)}")
@@ -118,3 +118,32 @@ async def test_scheduler_killed_under_load(dying) -> None:
             await c.close()
     assert await asyncio.to_thread(exited.wait, 30)
     assert exits == [EXIT_ENGINE_FAILED]  # once, after the errors went out
+
+
+async def test_serve_until_signal_ends_with_status_69(smollm2_dir) -> None:
+    """Without an `exit` callable (as `turnspec serve` runs it, its loop in the main thread):
+    the death stops `serve_until_signal` with exit_code 69, after the turn's error went out;
+    the shutdown kills what is left of SGLang instead of waiting on its own shutdown."""
+    built: list[StandInSGLang] = []
+
+    def launch(**kwargs):
+        built.append(StandInSGLang(step_s=0.02, **kwargs))
+        return built[-1]
+    app = ServerApp(SGLangEngine(SGLangConfig(model_dir=str(smollm2_dir)), launch=launch),
+                    ServerConfig(host="127.0.0.1", port=0, grpc_port=None))
+    await app.start()
+    serving = asyncio.create_task(app.serve_until_signal())
+    ws = await ResponsesSocketClient(f"ws://127.0.0.1:{app.port}/v1/responses").connect()
+    try:
+        turn = asyncio.create_task(ws.create(HI, max_output_tokens=4000))
+        await _until_running(app.port, 1)
+        built[0].scheduler.kill()
+        rec = await asyncio.wait_for(turn, 30)
+        assert rec.error["code"] == "engine_unavailable", rec.error
+        await asyncio.wait_for(serving, 30)
+    finally:
+        await ws.close()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGQUIT, signal.SIG_DFL)  # the dead engine left it ignored
+    assert app.exit_code == EXIT_ENGINE_FAILED
+    assert not built[0].shut_down and built[0].reap() == -signal.SIGKILL

@@ -183,7 +183,7 @@ async def _serve(args: argparse.Namespace, engine: Engine, config: ServerConfig)
     print(app.listening(), flush=True)
     print("turnspec: ready", flush=True)
     await serving
-    return 0
+    return app.exit_code  # 0, or EXIT_ENGINE_FAILED when the engine died under the server
 
 
 def run(args: argparse.Namespace) -> int:

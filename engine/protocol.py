@@ -30,6 +30,11 @@ class ContextLengthError(EngineError):
     """The prompt (plus max_tokens) does not fit the model context."""
 
 
+class EngineDeadError(EngineError):
+    """The engine can serve nothing more (a process it runs in died): every request in flight
+    ends with it, and so does every later `generate`. Not the request's fault: retry elsewhere."""
+
+
 @dataclass(slots=True, frozen=True)
 class SamplingParams:
     """Per-request sampling. temperature == 0 means greedy (top_p/top_k ignored).
@@ -189,7 +194,11 @@ class Delta:
 
 @dataclass(slots=True, frozen=True)
 class EngineStats:
-    """A snapshot for health checks, tests and /metrics."""
+    """A snapshot for health checks, tests and /metrics.
+
+    A KV block is the engine's unit of KV allocation: `block_size` tokens in the local engine;
+    one token slot of SGLang's pool on the SGLang path (SGLang counts its pool in tokens,
+    whatever its page size; engine/sglang_load.py has the mapping)."""
 
     active_sequences: int
     waiting_sequences: int
@@ -271,3 +280,12 @@ class Engine(Protocol):
         ...
 
     async def shutdown(self) -> None: ...
+
+
+@runtime_checkable
+class WatchedEngine(Protocol):
+    """An engine that can die under the server (it runs in other processes) and says so: each
+    listener is called once, on the loop, with the reason, when it can serve no more. Its
+    in-flight streams end with `EngineDeadError` then, and so does every later `generate`."""
+
+    def on_fatal(self, listener: Callable[[str], None]) -> None: ...

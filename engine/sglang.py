@@ -7,9 +7,15 @@ and metrics. Requests go in as token ids rendered by our ChatTemplate, so a conv
 next turn starts with the previous turn's exact ids and SGLang's radix cache serves them; the
 tool grammar goes in as the xgrammar structural tag our matcher compiled (SGLang compiles it
 with the same xgrammar: scripts/gpu/sglang_wheels.sh carries ours). Its `meta_info` (queue,
-prefill and finish times, cached tokens, verify steps) becomes our `Timing` and `SpecStats`;
+prefill and finish times, cached tokens, verify steps) becomes our `Timing` and `SpecStats`
+(engine/sglang_meta.py);
 `abort` is SGLang's `abort_request`; the request's W3C trace context rides in
 `external_trace_header` for SGLang's own tracing when that is enabled.
+
+Off the request path, an `SGLangWatch` (engine/sglang_watch.py) reads SGLang's load snapshot
+for `stats()` and watches its child processes: when one dies, every stream in flight ends
+with `EngineDeadError` at once (it would otherwise wait forever on a scheduler that is gone),
+later `generate` calls raise it, and the `on_fatal` listeners (the server) hear the reason.
 
 Run on the lent H200 with SGLang 0.5.17: scripts/gpu/README.md (SGLang section).
 """
@@ -18,8 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,12 +34,14 @@ from typing import TYPE_CHECKING, Any
 from turnspec.engine.protocol import (
     Delta,
     DeltaStream,
+    EngineDeadError,
     EngineError,
     EngineStats,
     GenerateRequest,
-    SpecStats,
     Timing,
 )
+from turnspec.engine.sglang_meta import final_delta
+from turnspec.engine.sglang_watch import SGLangWatch
 
 if TYPE_CHECKING:
     from turnspec.engine.chat import ChatTemplate
@@ -40,13 +49,14 @@ if TYPE_CHECKING:
 INSTALL_HINT = ("--engine sglang needs the sglang package, on a CUDA machine: see "
                 "scripts/gpu/README.md (SGLang) for the wheels that run on the lent H200, or "
                 "`pip install 'sglang>=0.5.17'` where a registry is reachable")
-_FINISH = {"stop": "stop", "length": "length", "abort": "abort"}
+log = logging.getLogger("turnspec.engine")
 
 
 @dataclass(slots=True, frozen=True)
 class SGLangConfig:
     """What `turnspec serve --engine sglang` hands SGLang. `extra` are more `sglang.Engine`
-    keyword arguments (`--sglang-arg KEY=VALUE`), applied last."""
+    keyword arguments (`--sglang-arg KEY=VALUE`), applied last. `stats_interval_s`: how often
+    `stats()`'s figures are read from SGLang's load snapshot (turnspec's, not an SGLang arg)."""
 
     model_dir: str
     speculator: str = "none"  # "none" | a DFlash drafter folder (z-lab layout, as exported)
@@ -56,6 +66,7 @@ class SGLangConfig:
     sampling_backend: str = "pytorch"
     dtype: str = "bfloat16"
     extra: tuple[tuple[str, object], ...] = ()
+    stats_interval_s: float = 0.1
 
     def __post_init__(self) -> None:
         if not Path(self.model_dir).is_dir():
@@ -67,6 +78,9 @@ class SGLangConfig:
             raise ValueError(f"mem_fraction: expected 0.1..0.95, got {self.mem_fraction}")
         if self.spec_block_size is not None and self.spec_block_size < 2:
             raise ValueError(f"spec_block_size: expected >= 2, got {self.spec_block_size}")
+        if not 0 < self.stats_interval_s <= 10:
+            raise ValueError(f"stats_interval_s: expected 0..10 seconds, got "
+                             f"{self.stats_interval_s}")
 
     def engine_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {
@@ -105,46 +119,23 @@ def sampling_params(request: GenerateRequest) -> dict[str, Any]:
     return params
 
 
-def final_delta(delta: Delta, meta: dict[str, Any], timing: Timing, t0: float,
-                t_first: float | None, now: float) -> None:
-    """Fill the final delta from SGLang's meta_info: finish reason, timing, spec stats."""
-    fin = meta.get("finish_reason")
-    kind = fin.get("type") if isinstance(fin, dict) else fin
-    delta.finished = True
-    delta.finish_reason = _FINISH.get(str(kind), "error")
-    if delta.finish_reason == "error":
-        delta.error = f"sglang finished with {fin!r}"
-    first = t_first or now
-    queue = float(meta.get("queue_time") or 0.0) * 1000.0
-    entry, prefilled = meta.get("forward_entry_time"), meta.get("prefill_finished_time")
-    finished = meta.get("request_finished_ts")
-    timing.queue_ms = max(queue, 0.0)
-    timing.prefill_ms = max((prefilled - entry) * 1000.0 if entry and prefilled
-                            else (first - t0) * 1000.0 - timing.queue_ms, 0.0)
-    timing.decode_ms = max((finished - prefilled) * 1000.0 if finished and prefilled
-                           else (now - first) * 1000.0, 0.0)
-    timing.first_token_ms = (first - t0) * 1000.0
-    timing.cached_tokens = int(meta.get("cached_tokens") or 0)
-    timing.prefill_tokens = max(timing.prompt_tokens - timing.cached_tokens, 0)
-    timing.completion_tokens = int(meta.get("completion_tokens") or 0)
-    delta.timing = timing
-    steps = int(meta.get("spec_verify_ct") or 0)
-    if steps:
-        committed = timing.completion_tokens
-        delta.spec = SpecStats(verify_steps=steps, committed_tokens=committed,
-                               accepted_tokens=int(meta.get("spec_num_correct_drafts")
-                                                   or max(committed - steps, 0)))
-
-
 class SGLangEngine:
-    def __init__(self, cfg: SGLangConfig) -> None:
+    """`launch`: what builds the runtime from `cfg.engine_kwargs()`; None is `sglang.Engine`
+    (tests pass a stand-in that runs where SGLang cannot)."""
+
+    def __init__(self, cfg: SGLangConfig, launch: Callable[..., Any] | None = None) -> None:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name
+        self._launch = launch
         self._engine: Any = None
         self._active: set[str] = set()
         self._aborted: set[str] = set()
         self._chat: ChatTemplate | None = None
         self._max_context: int | None = None
+        self._watch = SGLangWatch(cfg.stats_interval_s, self._fail)
+        self._waiting: dict[str, asyncio.Timeout] = {}  # streams awaiting SGLang's next chunk
+        self._fatal: list[Callable[[str], None]] = []
+        self.dead: str | None = None  # why the engine can serve no more
 
     @property
     def chat(self) -> ChatTemplate:
@@ -165,33 +156,68 @@ class SGLangEngine:
 
     async def start(self) -> None:
         """Launch SGLang's scheduler processes (a minute or two: weights, CUDA graphs) off the
-        loop, so health checks keep answering "starting"; then bind its output loop here."""
-        if not sglang_available():
-            raise EngineError(INSTALL_HINT)
-        import sglang
+        loop, so health checks keep answering "starting"; then bind its output loop here and
+        start watching it."""
+        launch = self._launch
+        if launch is None:
+            if not sglang_available():
+                raise EngineError(INSTALL_HINT)
+            import sglang
 
-        self._engine = await asyncio.to_thread(sglang.Engine, **self.cfg.engine_kwargs())
-        # SGLang binds its response loop (and, in the main thread, its own SIGTERM handler:
-        # ServerApp re-installs ours after start) to the first loop that asks.
+            launch = sglang.Engine
+        self._watch.take_sigquit()
+        self._engine = await asyncio.to_thread(launch, **self.cfg.engine_kwargs())
+        # SGLang binds its response loop (and, in the main thread, its own SIGTERM and SIGQUIT
+        # handlers: ServerApp re-installs its SIGTERM one after start, the watch takes SIGQUIT)
+        # to the first loop that asks.
         self._engine.tokenizer_manager.auto_create_handle_loop()
+        self._watch.start(self._engine)
+        if self.dead is not None:
+            raise EngineError(f"sglang failed while starting: {self.dead}")
 
     async def shutdown(self) -> None:
+        await self._watch.stop(dead=self.dead is not None)
         if self._engine is not None:
-            await asyncio.to_thread(self._engine.shutdown)
+            if self.dead is not None:  # its processes may be wedged: kill, do not wait on them
+                self._watch.kill_children()
+            else:
+                await asyncio.to_thread(self._engine.shutdown)
             self._engine = None
 
     def stats(self) -> EngineStats:
-        # SGLang owns its KV pool; only our own in-flight count is known here.
-        return EngineStats(len(self._active), 0, 0, 0, 0)
+        """SGLang's own figures (its load snapshot, read every `cfg.stats_interval_s`); before
+        the first read, our own in-flight count alone."""
+        s = self._watch.stats
+        return s if s is not None else EngineStats(len(self._active), 0, 0, 0, 0)
+
+    def on_fatal(self, listener: Callable[[str], None]) -> None:
+        self._fatal.append(listener)
+
+    def _fail(self, reason: str) -> None:
+        """SGLang died: end every stream waiting on it now, refuse new ones, tell listeners."""
+        if self.dead is not None:
+            return
+        self.dead = reason
+        log.error("sglang: %s; failing the %d request(s) in flight", reason, len(self._active))
+        now = asyncio.get_running_loop().time()
+        for waiting in self._waiting.values():
+            waiting.reschedule(now)  # its await raises TimeoutError: _next turns it into ours
+        for listener in self._fatal:
+            listener(reason)
+
+    def _dead_error(self) -> EngineDeadError:
+        return EngineDeadError(f"the SGLang engine stopped serving: {self.dead}")
 
     async def abort(self, request_id: str) -> None:
         """Idempotent: one abort_request per request; SGLang frees its KV at the next step."""
-        if self._engine is not None and request_id in self._active \
+        if self._engine is not None and self.dead is None and request_id in self._active \
                 and request_id not in self._aborted:
             self._aborted.add(request_id)
             self._engine.tokenizer_manager.abort_request(request_id)
 
     def generate(self, request: GenerateRequest) -> DeltaStream:
+        if self.dead is not None:
+            raise self._dead_error()
         if self._engine is None:
             raise EngineError("sglang engine not started")
         if len(request.prompt_token_ids) >= self.max_context:
@@ -203,6 +229,25 @@ class SGLangEngine:
         self._active.add(request.request_id)
         return DeltaStream(request.request_id, self._stream(request, params), self.abort)
 
+    async def _next(self, chunks: AsyncIterator[dict[str, Any]], rid: str) -> dict[str, Any] | None:
+        """SGLang's next chunk (None at its end); `EngineDeadError` once SGLang died, also
+        while waiting (`_fail` expires the timeout this await runs under)."""
+        if self.dead is not None:
+            raise self._dead_error()
+        try:
+            async with asyncio.timeout(None) as waiting:
+                self._waiting[rid] = waiting
+                try:
+                    return await anext(chunks)
+                finally:
+                    del self._waiting[rid]
+        except StopAsyncIteration:
+            return None
+        except Exception:
+            if self.dead is not None:  # whatever SGLang's cut-off generator raised
+                raise self._dead_error() from None
+            raise
+
     async def _stream(self, request: GenerateRequest,
                       params: dict[str, Any]) -> AsyncIterator[Delta]:
         rid = request.request_id
@@ -213,7 +258,7 @@ class SGLangEngine:
             gen = await self._engine.async_generate(
                 input_ids=request.prompt_token_ids, sampling_params=params, stream=True,
                 rid=rid, external_trace_header=request.trace)
-            async for chunk in gen:
+            while (chunk := await self._next(gen, rid)) is not None:
                 meta = chunk.get("meta_info", {})
                 ids = list(chunk.get("output_ids") or [])
                 if ids and t_first is None:

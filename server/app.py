@@ -4,6 +4,13 @@ Start order: transports first (health answers 503 / NOT_SERVING), then the engin
 warm-up, then SERVING. Shutdown (SIGTERM/SIGINT): health turns unhealthy, new turns are
 refused (503 / UNAVAILABLE / WS error), in-flight streams get `drain_seconds` to finish and
 are then aborted, the listeners close, the engine shuts down.
+
+Engine death (SGLang's scheduler or detokenizer process dies): the engine ends every turn in
+flight with an error, health turns 503 / NOT_SERVING and new turns get a retryable 503 at
+once (server/hub.py); once those errors are out (the turns closed, at most
+`FAILURE_GRACE_S`), `exit(EXIT_ENGINE_FAILED)`: by default the shutdown above, then the process
+exits with that code for its supervisor to restart it (docs/reliability.md says why this
+rather than a restart in process).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 
 from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
@@ -25,13 +33,23 @@ from turnspec.server.transports.receipt import kernel_stamps_available, stamping
 
 log = logging.getLogger("turnspec.server")
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
+EXIT_ENGINE_FAILED = 69  # sysexits' EX_UNAVAILABLE: the engine died; restart this process
+FAILURE_GRACE_S = 5.0  # at most this long for the failed turns' errors to go out
+FAILURE_DRAIN_S = 1.0  # the shutdown's drain after an engine failure (its turns ended)
 
 
 class ServerApp:
+    """`exit(code)` is what an engine failure ends with; None: stop serving and leave
+    `exit_code` for the process to exit with (tests pass a callable that records it)."""
+
     def __init__(self, engine: Engine, config: ServerConfig,
-                 tracer_provider: TracerProvider | None = None) -> None:
+                 tracer_provider: TracerProvider | None = None,
+                 exit: Callable[[int], None] | None = None) -> None:
         self.config = config
         self.hub = SessionHub(engine, config, tracer_provider)
+        self.exit_code = 0
+        self._exit = exit if exit is not None else self._stop_with
+        self.hub.on_engine_failure(self._engine_failed)
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcServer | None = None
         self.port = 0
@@ -86,6 +104,19 @@ class ServerApp:
     def request_stop(self) -> None:
         self._stop.set()
 
+    def _stop_with(self, code: int) -> None:
+        self.exit_code = code
+        self._stop.set()
+
+    async def _engine_failed(self, reason: str) -> None:
+        """After the engine died: let the failed turns' errors go out, then exit non-zero."""
+        delivered = await self.hub.wait_idle(FAILURE_GRACE_S)
+        log.error("the engine failed (%s); %s; exiting with status %d for the supervisor to "
+                  "restart this server", reason, "every turn in flight got its error"
+                  if delivered else f"{self.hub.in_flight} turn(s) still open after "
+                  f"{FAILURE_GRACE_S:g} s", EXIT_ENGINE_FAILED)
+        self._exit(EXIT_ENGINE_FAILED)
+
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in _SIGNALS:
@@ -102,7 +133,7 @@ class ServerApp:
             for sig in _SIGNALS:
                 loop.remove_signal_handler(sig)
             self._signals = False
-        await self.shutdown()
+        await self.shutdown(FAILURE_DRAIN_S if self.exit_code else None)
 
     async def shutdown(self, drain_seconds: float | None = None, stop_engine: bool = True) -> None:
         if self._stopped:

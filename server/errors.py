@@ -72,6 +72,14 @@ def unavailable(message: str, code: str) -> ApiError:
     return ApiError(503, "server_error", message, code=code, retry_after_s=1.0)
 
 
+def engine_unavailable(reason: str) -> ApiError:
+    """503, retryable: the engine died under the server (`EngineDeadError`), which exits for
+    its supervisor to restart it (docs/reliability.md, "The engine dies")."""
+    return unavailable(f"{reason}; this server is exiting for its supervisor to restart it: "
+                       "retry on another replica, or here once /health answers 200",
+                       code="engine_unavailable")
+
+
 def internal(message: str) -> ApiError:
     return ApiError(500, "server_error", message, code="engine_error")
 

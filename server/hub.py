@@ -1,5 +1,9 @@
 """What all sessions share: the engine, the chat template, admission, auth, readiness,
-the registry of in-flight turns (for gRPC Abort and drain) and the metrics."""
+the registry of in-flight turns (for gRPC Abort and drain) and the metrics.
+
+An engine that can die under the server (`WatchedEngine`: SGLang's processes) reports it
+here: from then on health says "failed" (503, gRPC NOT_SERVING), new turns get a retryable
+503 `engine_unavailable`, and the `on_engine_failure` listeners (ServerApp) run."""
 
 from __future__ import annotations
 
@@ -12,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from turnspec.engine.protocol import Engine
+from turnspec.engine.protocol import Engine, WatchedEngine
 from turnspec.server.admission import Admission
 from turnspec.server.config import ServerConfig
-from turnspec.server.errors import ApiError, unauthorized, unavailable
+from turnspec.server.errors import ApiError, engine_unavailable, unauthorized, unavailable
 from turnspec.server.metrics import Metrics, ServerState
 from turnspec.server.recorder import ConversationRecorder
 from turnspec.server.tracing import TurnTracer
@@ -40,6 +44,7 @@ class SessionHub:
                          if config.record is not None else None)
         self.ready = False
         self.draining = False
+        self.failed: str | None = None  # why the engine can serve no more (it died)
         self._turns: dict[str, Turn] = {}
         self._reserved: set[str] = set()
         self._on_close: dict[str, Callable[[Turn], Any]] = {}
@@ -47,6 +52,8 @@ class SessionHub:
         self._idle = asyncio.Event()
         self._idle.set()
         self._listeners: list[Callable[[bool], Awaitable[None]]] = []
+        self._failure_listeners: list[Callable[[str], Awaitable[None]]] = []
+        self._failover: asyncio.Task[None] | None = None
 
     @property
     def chat(self) -> ChatTemplate:
@@ -60,12 +67,18 @@ class SessionHub:
         """`listener(serving)` runs when the server turns ready, and when it starts draining."""
         self._listeners.append(listener)
 
+    def on_engine_failure(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """`listener(reason)` runs once the engine died, after health turned NOT_SERVING."""
+        self._failure_listeners.append(listener)
+
     @property
     def serving(self) -> bool:
-        return self.ready and not self.draining
+        return self.ready and not self.draining and self.failed is None
 
     async def start_engine(self) -> None:
         """Load and warm the engine; health turns SERVING afterwards."""
+        if isinstance(self.engine, WatchedEngine):
+            self.engine.on_fatal(self._engine_failed)
         await self.engine.start()
         # Build the template and the grammar compiler now (~0.3 s) rather than in the
         # first request with tools.
@@ -79,6 +92,21 @@ class SessionHub:
         chat = self.chat
         chat.render([{"role": "user", "content": "hi"}])
         _ = chat.grammar_compiler
+
+    def _engine_failed(self, reason: str) -> None:
+        """The engine died (its streams in flight are ending with EngineDeadError now)."""
+        if self.failed is not None:
+            return
+        self.failed = reason
+        log.error("engine failed: %s (%d turn(s) in flight get an error)", reason,
+                  len(self._turns))
+        self._failover = asyncio.get_running_loop().create_task(self._fail_over(reason))
+
+    async def _fail_over(self, reason: str) -> None:
+        for cb in self._listeners:  # gRPC health NOT_SERVING (HTTP /health reads `failed`)
+            await cb(False)
+        for listener in self._failure_listeners:
+            await listener(reason)
 
     async def wait_idle(self, timeout: float) -> bool:
         try:
@@ -119,6 +147,8 @@ class SessionHub:
             raise unauthorized("incorrect API key provided")
 
     def check_accepting(self) -> None:
+        if self.failed is not None:
+            raise engine_unavailable(f"the engine failed: {self.failed}")
         if self.draining:
             raise unavailable("server is shutting down; retry on another replica",
                               code="server_shutting_down")
@@ -181,4 +211,5 @@ class SessionHub:
     def _state(self) -> ServerState:
         return ServerState(ready=self.ready, draining=self.draining,
                            running=self.admission.running, queued=self.admission.queued,
-                           ws_connections=self.ws_connections)
+                           ws_connections=self.ws_connections,
+                           engine_failed=self.failed is not None)

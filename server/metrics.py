@@ -47,6 +47,7 @@ class ServerState:
     running: int
     queued: int
     ws_connections: int = 0
+    engine_failed: bool = False
 
 
 class _Gauges(Collector):
@@ -64,7 +65,9 @@ class _Gauges(Collector):
                 ("turnspec_draining", st.draining, "1 while shutting down"),
                 ("turnspec_running_turns", st.running, "turns handed to the engine"),
                 ("turnspec_queued_turns", st.queued, "turns waiting for admission"),
-                ("turnspec_ws_connections", st.ws_connections, "open WebSocket connections")):
+                ("turnspec_ws_connections", st.ws_connections, "open WebSocket connections"),
+                ("turnspec_engine_failed", st.engine_failed,
+                 "1 once the engine died (the server is exiting)")):
             yield GaugeMetricFamily(name, doc, value=float(value))
         if not st.ready:
             return

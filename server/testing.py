@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -21,12 +21,14 @@ class ThreadedServer:
     """`start()` binds the transports and warms the engine; `stop()` shuts down gracefully.
 
     With `stop_engine=False` the engine outlives the server (one loaded model shared by
-    several servers with different configs, e.g. in a test session).
+    several servers with different configs, e.g. in a test session). `exit`: ServerApp's
+    (what an engine failure ends with).
     """
 
     def __init__(self, engine: Engine, config: ServerConfig, *, stop_engine: bool = True,
-                 tracer_provider: TracerProvider | None = None) -> None:
-        self.app = ServerApp(engine, config, tracer_provider)
+                 tracer_provider: TracerProvider | None = None,
+                 exit: Callable[[int], None] | None = None) -> None:
+        self.app = ServerApp(engine, config, tracer_provider, exit=exit)
         self.stop_engine = stop_engine
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="turnspec-server",

@@ -23,12 +23,13 @@ from turnspec.engine.protocol import (
     ContextLengthError,
     Delta,
     DeltaStream,
+    EngineDeadError,
     EngineError,
     GenerateRequest,
     SpecStats,
     Timing,
 )
-from turnspec.server.errors import ApiError, internal, invalid
+from turnspec.server.errors import ApiError, engine_unavailable, internal, invalid
 from turnspec.server.events import (
     FINISH_CANCELLED,
     FINISH_ERROR,
@@ -135,7 +136,7 @@ class Turn:
                 if d.finished:
                     final = d
                     break
-        except EngineError as e:  # an engine that validates lazily (on first iteration)
+        except EngineError as e:  # lazy validation (first iteration), or the engine died
             error = engine_error(e)
         self._finished = True
         if self._parser is not None and error is None:
@@ -236,7 +237,10 @@ class Turn:
 
 
 def engine_error(e: EngineError) -> ApiError:
-    """An engine's refusal of a request, as a 400 (the engine says what was wrong)."""
+    """An engine's refusal of a request, as a 400 (the engine says what was wrong); an engine
+    that died (`EngineDeadError`) as a retryable 503 (gRPC UNAVAILABLE)."""
+    if isinstance(e, EngineDeadError):
+        return engine_unavailable(str(e))
     code = "context_length_exceeded" if isinstance(e, ContextLengthError) else "invalid_request"
     return invalid(str(e), param="messages" if code == "context_length_exceeded" else None,
                    code=code)

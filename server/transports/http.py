@@ -69,9 +69,12 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
 
 async def _health(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    status = "ok" if hub.serving else ("draining" if hub.draining else "starting")
-    return web.json_response({"status": status, "model": hub.engine.model_name},
-                             status=200 if hub.serving else 503)
+    status = ("ok" if hub.serving else "failed" if hub.failed is not None
+              else "draining" if hub.draining else "starting")
+    body = {"status": status, "model": hub.engine.model_name}
+    if hub.failed is not None:
+        body["error"] = hub.failed
+    return web.json_response(body, status=200 if hub.serving else 503)
 
 
 async def _metrics(request: web.Request) -> web.Response:

@@ -1,22 +1,29 @@
-"""The SGLang backend's request translation (SGLang itself only runs on GPU machines)."""
+"""The SGLang backend: its request translation, and the engine over a stand-in for
+`sglang.Engine` whose scheduler is a real process (SGLang itself only runs on GPU machines)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
+import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
 
+from tests.engine.sglang_standin import StandInSGLang
 from turnspec.engine.chat import ChatTemplate
 from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
-from turnspec.engine.protocol import Delta, EngineError, GenerateRequest, SamplingParams, Timing
-from turnspec.engine.sglang import (
-    SGLangConfig,
-    SGLangEngine,
-    final_delta,
-    sampling_params,
+from turnspec.engine.protocol import (
+    EngineDeadError,
+    EngineError,
+    EngineStats,
+    GenerateRequest,
+    SamplingParams,
 )
+from turnspec.engine.sglang import SGLangConfig, SGLangEngine, sampling_params
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
 
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
@@ -58,23 +65,89 @@ def test_bad_model_dir(tmp_path: Path) -> None:
         SGLangConfig(model_dir=str(tmp_path), speculator=str(tmp_path / "nope"))
 
 
-def test_meta_info_becomes_our_timing_and_spec_stats() -> None:
-    """SGLang's meta_info (realtime seconds from its scheduler, as 0.5.17 reports them with
-    enable_metrics) maps onto the engine's Timing and SpecStats."""
-    meta = {"finish_reason": {"type": "length", "length": 32}, "prompt_tokens": 100,
-            "cached_tokens": 64, "completion_tokens": 32, "queue_time": 0.002,
-            "forward_entry_time": 1000.010, "prefill_finished_time": 1000.025,
-            "request_finished_ts": 1000.125, "spec_verify_ct": 8,
-            "spec_num_correct_drafts": 24, "spec_accept_length": 4.0}
-    delta, timing = Delta("r", [1], "x"), Timing(prompt_tokens=100, accepted_at=5.0)
-    final_delta(delta, meta, timing, t0=5.0, t_first=5.030, now=5.140)
-    assert delta.finished and delta.finish_reason == "length"
-    t = delta.timing
-    assert t.queue_ms == pytest.approx(2.0) and t.prefill_ms == pytest.approx(15.0)
-    assert t.decode_ms == pytest.approx(100.0) and t.first_token_ms == pytest.approx(30.0)
-    assert (t.cached_tokens, t.prefill_tokens, t.completion_tokens) == (64, 36, 32)
-    assert delta.spec.verify_steps == 8 and delta.spec.tau == 4.0
-    assert delta.spec.accepted_tokens == 24
-    aborted = Delta("r", [], "")
-    final_delta(aborted, {"finish_reason": {"type": "abort"}}, Timing(), 0.0, None, 1.0)
-    assert aborted.finish_reason == "abort" and aborted.spec is None
+# -- the engine over a stand-in for sglang.Engine and a fake scheduler process (sglang_standin.py)
+
+@pytest.fixture
+async def standin(smollm2_dir: Path):
+    built: list[StandInSGLang] = []
+
+    def launch(**kwargs):
+        built.append(StandInSGLang(step_s=0.02, **kwargs))
+        return built[-1]
+    eng = SGLangEngine(SGLangConfig(model_dir=str(smollm2_dir), stats_interval_s=0.02),
+                       launch=launch)
+    await eng.start()
+    yield eng, built[0]
+    await eng.shutdown()
+    await built[0].tokenizer_manager.close()
+    built[0].reap()
+
+
+async def _stats_until(eng: SGLangEngine, ok) -> EngineStats:
+    for _ in range(3000):  # a hang guard (30 s), not a timing assertion
+        if ok(s := eng.stats()):
+            return s
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"stats never got there: {eng.stats()}")
+
+
+async def _drain(stream) -> list:
+    return [d async for d in stream]
+
+
+async def test_streams_and_stats_come_from_the_scheduler(standin) -> None:
+    eng, rt = standin
+    assert rt.engine_kwargs == eng.cfg.engine_kwargs()
+    deltas = await _drain(eng.generate(GenerateRequest("a", [1, 2, 3],
+                                                       SamplingParams(max_tokens=4))))
+    assert "".join(d.text for d in deltas) == " w1 w2 w3 w4"
+    assert deltas[-1].finished and deltas[-1].finish_reason == "length"
+    assert deltas[-1].timing.completion_tokens == 4
+    long = eng.generate(GenerateRequest("b", [7] * 10, SamplingParams(max_tokens=10_000)))
+    assert (await anext(long)).text == " w1"
+    s = await _stats_until(eng, lambda s: s.active_sequences == 1)
+    assert s.total_kv_blocks == 4096 and s.total_kv_blocks - s.free_kv_blocks >= 11
+    await long.aclose()  # aborts in the scheduler
+    s = await _stats_until(eng, lambda s: s.active_sequences == 0)
+    assert (s.waiting_sequences, s.free_kv_blocks) == (0, s.total_kv_blocks)
+
+
+@pytest.mark.parametrize("how", ["kill -9", "exit 0", "SIGQUIT"])
+async def test_a_dead_scheduler_ends_every_stream(standin, how: str) -> None:
+    """The fake scheduler is stopped first (SIGSTOP): the streams then wait on it as on a
+    wedged SGLang, so only the watch can end them. kill -9; a scheduler that exits 0 (SGLang's
+    after catching an exception); its SIGQUIT to us (how SGLang's children report a failure)."""
+    eng, rt = standin
+    if how == "SIGQUIT" and threading.current_thread() is not threading.main_thread():
+        pytest.skip("a loop takes signals in the main thread only")
+    reasons: list[str] = []
+    eng.on_fatal(reasons.append)
+    streams = [eng.generate(GenerateRequest(f"r{i}", [1, 2], SamplingParams(max_tokens=10**5)))
+               for i in range(3)]
+    for s in streams:
+        await anext(s)  # in flight
+    rt.scheduler.send_signal(signal.SIGSTOP)
+    tasks = [asyncio.create_task(_drain(s)) for s in streams]
+    await asyncio.sleep(0.1)  # chunks already sent are read; then the streams wait
+    if how == "kill -9":
+        rt.scheduler.kill()
+    elif how == "exit 0":
+        rt.scheduler.send_signal(signal.SIGCONT)
+        rt.scheduler.stdin.close()
+    else:
+        os.kill(os.getpid(), signal.SIGQUIT)
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+    expected = {"kill -9": "fake_sglang_scheduler.py (pid", "exit 0": "exited with status 0",
+                "SIGQUIT": "signalled its failure (SIGQUIT"}[how]
+    for r in results:
+        assert isinstance(r, EngineDeadError) and expected in str(r), r
+    assert len(reasons) == 1 and expected in reasons[0]
+    with pytest.raises(EngineDeadError, match="stopped serving"):
+        eng.generate(GenerateRequest("late", [1]))
+    if how == "SIGQUIT":
+        rt.scheduler.kill()
+    await eng.shutdown()
+    if threading.current_thread() is threading.main_thread():
+        # dead: a late SIGQUIT (SGLang's watchdog) is ignored while the process winds down
+        assert signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)

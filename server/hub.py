@@ -38,7 +38,7 @@ class SessionHub:
         self.tracer_provider = tracer_provider
         self.tracer = TurnTracer(tracer_provider) if tracer_provider is not None else None
         self.config = config
-        self.metrics = Metrics(self._state, engine.stats)
+        self.metrics = Metrics(self._state, engine.stats, engine.model_name)
         self.admission = Admission(config.max_running, config.max_queue, config.retry_after_s)
         self.recorder = (ConversationRecorder(config.record, secrets=(config.api_key,))
                          if config.record is not None else None)

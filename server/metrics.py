@@ -1,11 +1,14 @@
 """`GET /metrics`: Prometheus text from prometheus_client, one registry per server.
 
 The GenAI semantic conventions' server metrics (`gen_ai.server.time_to_first_token`,
-`gen_ai.server.time_per_output_token`, `gen_ai.server.request.duration`, with the
-conventions' bucket boundaries) in Prometheus naming, the voice measures (time to first
-sentence, tool-call latency), queue time, the accepted length of every verify step, request
-outcomes, rejections and errors by type; gauges (readiness, admission, engine sequences and
-KV blocks) are read at scrape time. Everything is observed on the event loop, once per turn.
+`gen_ai.server.time_per_output_token`, `gen_ai.server.request.duration`) in Prometheus naming,
+with the conventions' attributes as labels (`gen_ai_operation_name`, `gen_ai_provider_name`,
+`gen_ai_request_model`: the served model, whatever name a request gave) beside `transport`;
+turnspec's own names only where the conventions have none: the voice measures (time to first
+sentence, tool-call latency), queue time, the accepted length of every verify step (tau),
+request outcomes, rejections and errors by type; gauges (readiness, admission, engine
+sequences and KV blocks) are read at scrape time. Everything is observed on the event loop,
+once per turn. deploy/grafana/turnspec.json charts these names (tests/deploy checks it).
 """
 
 from __future__ import annotations
@@ -28,14 +31,20 @@ from turnspec.engine.protocol import EngineStats, SpecStats
 
 disable_created_metrics()  # no `_created` series beside every counter and histogram
 
-# OTel GenAI semconv explicit bucket boundaries, in seconds.
+# OTel GenAI semconv explicit bucket boundaries, in seconds (advice, not a requirement).
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
                 7.5, 10.0)
-TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
+# The conventions start time per output token at 10 ms; a GPU decodes a small model in 2-5 ms
+# a token, so three finer buckets below keep its p50/p90 from collapsing into the first one.
+TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
                     40.96, 81.92)
 REFUSAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 ACCEPTED_BUCKETS = tuple(float(k) for k in range(1, 17))  # tokens a verify step commits
+OPERATION = "chat"  # gen_ai.operation.name of every transport's turn (as the trace's root span)
+PROVIDER = "turnspec"  # gen_ai.provider.name (as the trace's root span)
+GEN_AI_LABELS = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model",
+                 "transport")
 
 
 @dataclass(slots=True, frozen=True)
@@ -86,7 +95,8 @@ class _Gauges(Collector):
 
 class Metrics:
     def __init__(self, state: Callable[[], ServerState],
-                 engine_stats: Callable[[], EngineStats]) -> None:
+                 engine_stats: Callable[[], EngineStats], model: str) -> None:
+        self.model = model
         r = self.registry = CollectorRegistry()
         self.requests = Counter("turnspec_requests", "Turns by transport and outcome",
                                 ("transport", "outcome"), registry=r)
@@ -103,12 +113,12 @@ class Metrics:
                                  "Turns continuing a stored conversation", registry=r)
         self.ttft = Histogram("gen_ai_server_time_to_first_token_seconds",
                               "Server receive -> first token handed to the transport",
-                              ("transport",), buckets=TTFT_BUCKETS, registry=r)
+                              GEN_AI_LABELS, buckets=TTFT_BUCKETS, registry=r)
         self.tpot = Histogram("gen_ai_server_time_per_output_token_seconds",
-                              "Decode time per output token after the first", ("transport",),
+                              "Decode time per output token after the first", GEN_AI_LABELS,
                               buckets=TPOT_BUCKETS, registry=r)
         self.duration = Histogram("gen_ai_server_request_duration_seconds",
-                                  "Server receive -> terminal event", ("transport",),
+                                  "Server receive -> terminal event", GEN_AI_LABELS,
                                   buckets=DURATION_BUCKETS, registry=r)
         self.queue = Histogram("turnspec_queue_time_seconds",
                                "Admission wait + engine queue", buckets=TTFT_BUCKETS, registry=r)
@@ -136,14 +146,16 @@ class Metrics:
         self.completion_tokens.inc(completion)
         if error_type is not None:
             self.errors.labels(error_type).inc()
-        self.duration.labels(transport).observe(timing["server_e2e_ms"] / 1000.0)
+        gen_ai = (OPERATION, PROVIDER, self.model, transport)
+        self.duration.labels(*gen_ai).observe(timing["server_e2e_ms"] / 1000.0)
         self.queue.observe(timing["queue_ms"] / 1000.0)
-        for hist, key in ((self.ttft, "server_ttft_ms"), (self.ttfs, "ttfs_ms"),
-                          (self.tool_call, "tool_call_ms")):
+        if timing.get("server_ttft_ms") is not None:
+            self.ttft.labels(*gen_ai).observe(timing["server_ttft_ms"] / 1000.0)
+        for hist, key in ((self.ttfs, "ttfs_ms"), (self.tool_call, "tool_call_ms")):
             if timing.get(key) is not None:
                 hist.labels(transport).observe(timing[key] / 1000.0)
         if completion > 1:
-            self.tpot.labels(transport).observe(timing["decode_ms"] / 1000.0 / (completion - 1))
+            self.tpot.labels(*gen_ai).observe(timing["decode_ms"] / 1000.0 / (completion - 1))
         if spec is not None:
             for n in spec.step_lengths:
                 self.accepted.observe(n)

@@ -205,8 +205,12 @@ async def test_untraced_server_makes_no_span_and_metrics_count_n_requests(local_
 
     def moved(key: str) -> float:
         return after.get(key, 0.0) - before.get(key, 0.0)
-    assert moved('gen_ai_server_time_to_first_token_seconds_count{transport="ws"}') == 3
-    assert moved('gen_ai_server_request_duration_seconds_count{transport="ws"}') == 3
+    # the GenAI conventions' attributes as labels, the served model as gen_ai_request_model
+    gen_ai = ('{gen_ai_operation_name="chat",gen_ai_provider_name="turnspec",'
+              f'gen_ai_request_model="{local_engine.model_name}",transport="ws"}}')
+    assert moved(f"gen_ai_server_time_to_first_token_seconds_count{gen_ai}") == 3
+    assert moved(f"gen_ai_server_request_duration_seconds_count{gen_ai}") == 3
+    assert moved(f"gen_ai_server_time_per_output_token_seconds_count{gen_ai}") == 3
     assert moved("turnspec_completion_tokens_total") == out
     assert moved('turnspec_requests_total{outcome="length",transport="ws"}') \
         + moved('turnspec_requests_total{outcome="stop",transport="ws"}') == 3

@@ -44,7 +44,7 @@ class LocalEngineConfig:
     spec_min_confidence: float | None = None
     # prompt-lookup drafts where the drafter expects little or a span of the context is being
     # copied (engine/spec/planner.py, proposers/lookup.py); on by default on CPU and CUDA
-    # (docs/benchmarks.md: voice 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
+    # (docs/history/benchmarks-2026-12.md: voice 2.30x -> 3.18x over plain decode on the H200, 24 turns a source)
     spec_lookup: bool = True
     # verify branches per greedy row (engine/spec/planner.py, shadow_kv.py): 1 verifies the
     # block the drafter and the lookup rule chose; 2 also the block the rule passed over; more
@@ -62,7 +62,7 @@ class LocalEngineConfig:
     # engine/spec/planner.py, hands them out by rank: every greedy row's first extra branch, then every row's second...).
     # None: every greedy row verifies all its branches, max_batch * (branches - 1) rows at most.
     # The cap keeps a wide tree cheap under load: one stream gets all its branches, a full batch
-    # one each (docs/benchmarks.md: 32 streams on the H200, 16 branches with no cap lost a
+    # one each (docs/history/benchmarks-2026-12.md: 32 streams on the H200, 16 branches with no cap lost a
     # third of the voice tok/s; with 32 rows they beat 3 uncapped branches)
     spec_branch_rows: int | None = SPEC_BRANCH_ROWS
     # the target's earlier answers (datagen samples or packed completions, a file or a folder):

@@ -36,7 +36,7 @@ LOOKUP_AGREE = 2
 # repeated from an earlier turn: 127 of SmolLM2's 171 calls on the independent voice turns) and
 # is taken, however confident the drafter, when it offers more tokens than the drafter expects
 # to land (expected + 1). Offline replay, default drafter, B=16, dev CPU: independent voice
-# 4.26 -> 4.95 on 64 turns, 4.28 -> 4.90 on 48 others; 4 and 8 did no better (docs/dflash.md).
+# 4.26 -> 4.95 on 64 turns, 4.28 -> 4.90 on 48 others; 4 and 8 did no better (docs/history/dflash-2026-12.md).
 LOOKUP_MATCH = 6
 
 

@@ -3,7 +3,7 @@
 Why: a deployment's answers repeat themselves (its greetings, confirmations, tool calls'
 shapes, sign-offs), and the drafter never saw them. A store of the answers already served
 drafts them from the first repeat on, with no datagen and no training: on recorded courier
-calls, a store of earlier calls' answers raised τ as served by 19% (docs/history/dflash-2026-12.md §7).
+calls, a store of earlier calls' answers raised τ as served by 19% (docs/recording.md).
 SuffixDecoding (arXiv:2411.04975) keeps such a store of a server's own outputs.
 
 How: each finished answer is kept (the newest `max_tokens` tokens of them, in memory only;

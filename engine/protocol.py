@@ -76,7 +76,8 @@ class GenerateRequest:
     """One generation. `prompt_token_ids` is the fully templated prompt.
 
     `grammar` is a per-request matcher from `turnspec.tools_grammar.grammar` (or None);
-    the engine masks target logits with it at every position it samples or verifies.
+    the engine masks target logits with it at every position it samples or verifies. An
+    engine with `takes_structural_tag` gets a `StructuralTagGrammar` instead.
     `spec_block_size` overrides the drafter's block size (0 disables speculation).
     """
 
@@ -248,6 +249,10 @@ class Engine(Protocol):
 
     model_name: str
     max_context: int
+    # What it reads of `GenerateRequest.grammar`: False, a per-request ToolGrammarMatcher it
+    # advances itself (the embedded engine); True, only its `structural_tag`, which the
+    # backend compiles (SGLang), so the server builds the tag and compiles nothing.
+    takes_structural_tag: bool
 
     @property
     def chat(self) -> ChatTemplate:

@@ -5,8 +5,9 @@ DFlash (`speculative_algorithm="DFLASH"`, the drafter folder `turnspec speculato
 writes); turnspec keeps the front ends, sessions, chat template, tool-call parsing, tracing
 and metrics. Requests go in as token ids rendered by our ChatTemplate, so a conversation's
 next turn starts with the previous turn's exact ids and SGLang's radix cache serves them; the
-tool grammar goes in as the xgrammar structural tag our matcher compiled (SGLang compiles it
-with the same xgrammar: scripts/gpu/sglang_wheels.sh carries ours). Its `meta_info` (queue,
+tool grammar goes in as the xgrammar structural tag our compiler builds (SGLang compiles it,
+once per tag in its own grammar cache, with the same xgrammar: scripts/gpu/sglang_wheels.sh
+carries ours; the server compiles nothing itself for this engine: `takes_structural_tag`). Its `meta_info` (queue,
 prefill and finish times, cached tokens, verify steps) becomes our `Timing` and `SpecStats`;
 `abort` is SGLang's `abort_request`; the request's W3C trace context rides in
 `external_trace_header` for SGLang's own tracing when that is enabled.
@@ -137,6 +138,8 @@ def final_delta(delta: Delta, meta: dict[str, Any], timing: Timing, t0: float,
 
 
 class SGLangEngine:
+    takes_structural_tag = True  # SGLang compiles the tag itself (and caches it by its text)
+
     def __init__(self, cfg: SGLangConfig) -> None:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name

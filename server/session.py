@@ -2,10 +2,11 @@
 connection) or per call (an HTTP request, a gRPC stream).
 
 `Session.start(TurnRequest)` does everything between the wire and the engine: tools and
-tool_choice checks, conversation state (`previous_response_id`), prompt rendering (KV reuse
-via `render_continuation`), context-length checks, the per-connection limit, admission and
-the grammar. It raises `ApiError` before anything is streamed, so a transport can answer with
-a clean error frame; otherwise it returns a `Turn` to stream.
+tool_choice checks, the grammar (declared as soon as the tools are parsed, prepared off the
+request path: server/grammars.py), conversation state (`previous_response_id`), prompt
+rendering (KV reuse via `render_continuation`), context-length checks, the per-connection
+limit and admission. It raises `ApiError` before anything is streamed, so a transport can
+answer with a clean error frame; otherwise it returns a `Turn` to stream.
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ class Session:
             msg = str(e)
             raise invalid(msg, param=msg.split(":", 1)[0].strip()) from None
 
+        # Declared now, compiled on the grammar threads while the prompt renders (or ready
+        # already: an earlier turn, another session, --tools-preload): server/grammars.py.
+        declared = hub.grammars.declare(tools, choice, bool(req.parallel_tool_calls))
         history, base = self._history(req)
         messages = ([{"role": "system", "content": req.instructions}]
                     if req.instructions else []) + history
@@ -145,14 +149,10 @@ class Session:
         response_id = new_id("resp")
         grammar = None
         parser = None
-        if tools and choice.mode != "none":
-            # Off the loop: a cache miss compiles for ~10-80 ms (install-notes §3), which
-            # would stall every other stream's tokens.
-            t0 = time.perf_counter()
+        if declared is not None:
+            t0 = time.perf_counter()  # ~0 when ready; else what is left of the compile
             try:
-                grammar = await asyncio.to_thread(
-                    chat.grammar_compiler.matcher, tools, choice, chat.tool_format,
-                    parallel_tool_calls=bool(req.parallel_tool_calls))
+                grammar = await hub.grammars.grammar(declared)
             except Exception as e:  # a schema the grammar compiler cannot take
                 raise invalid(f"tools: no tool-call grammar could be built from these schemas "
                               f"({type(e).__name__}: {e})", param="tools",

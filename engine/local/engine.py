@@ -33,6 +33,8 @@ GrammarFn = Callable[[list[int]], Any]
 
 
 class LocalEngine:
+    takes_structural_tag = False  # it advances a per-request matcher on its step thread
+
     def __init__(self, cfg: LocalEngineConfig) -> None:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name

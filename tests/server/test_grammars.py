@@ -1,0 +1,142 @@
+"""Tool grammars off the request path (server/grammars.py), on a real server (SmolLM2) over real
+WebSockets: a new tool set's compile starts when the turn declares its tools, before the prompt
+renders, and runs on the grammar threads, never the event loop's; a preloaded tool set, or one
+an earlier turn declared, is served without a compile and without a wait. The checks count
+calls and name threads; none of them times anything."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from turnspec.loadtest.clients import ResponsesSocketClient
+from turnspec.server.grammars import PRELOAD_CHOICES, load_tool_sets
+from turnspec.tools_grammar.schema import ToolChoice, parse_tools
+
+from .srv_helpers import start_server
+
+
+def _tools(tag: str) -> list[dict]:
+    """Three functions whose names no other test uses: a never-seen tool set."""
+    return [{"type": "function", "name": f"{verb}_{tag}", "description": f"{verb} a booking",
+             "parameters": {"type": "object", "properties": {"ref": {"type": "string"}},
+                            "required": ["ref"]}} for verb in ("find", "move", "cancel")]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs on this thread
+        return None
+
+
+class Spy:
+    """Counts GrammarCompiler.prepare calls (the compile step) and where they ran; notes what
+    the grammars had declared when each prompt render started."""
+
+    def __init__(self, srv, monkeypatch) -> None:
+        self.srv, self.prepared, self.on_loop, self.declared_at_render = srv, [], [], []
+        compiler, chat = srv.hub.chat.grammar_compiler, srv.hub.chat
+        prepare, render = compiler.prepare, chat.render
+
+        def spy_prepare(*a, **k):
+            self.prepared.append(threading.current_thread().name)
+            self.on_loop.append(_running_loop() is srv.loop)
+            return prepare(*a, **k)
+
+        def spy_render(*a, **k):
+            self.declared_at_render.append(srv.hub.grammars.stats.declared)
+            return render(*a, **k)
+
+        monkeypatch.setattr(compiler, "prepare", spy_prepare)
+        monkeypatch.setattr(chat, "render", spy_render)
+
+
+async def _turn(port: int, tools: list[dict], tool_choice: str = "auto"):
+    ws = await ResponsesSocketClient(f"ws://127.0.0.1:{port}/v1/responses").connect()
+    try:
+        return await ws.create("Please move my booking A17 to Friday.", tools=tools,
+                               tool_choice=tool_choice, max_output_tokens=4)
+    finally:
+        await ws.close()
+
+
+@pytest.fixture(scope="module")
+def preload_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("preload") / "tools.jsonl"
+    path.write_text(json.dumps(_tools("preloaded")) + "\n\n"
+                    + json.dumps({"tools": _tools("named"), "tool_choice": "required"}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def srv(local_engine, preload_file):
+    server = start_server(local_engine, tools_preload=load_tool_sets(preload_file))
+    yield server
+    server.stop()
+
+
+def test_new_tool_set_compiles_off_the_loop_from_its_declaration(srv, monkeypatch) -> None:
+    spy = Spy(srv, monkeypatch)
+    before = srv.hub.grammars.stats.declared
+    rec = asyncio.run(_turn(srv.port, _tools("never_seen")))
+    assert rec.ok, rec.error
+    # declared before the template rendered the prompt, compiled once, on a grammar thread
+    assert spy.declared_at_render == [before + 1]
+    assert len(spy.prepared) == 1 and spy.prepared[0].startswith("turnspec-grammar")
+    assert spy.on_loop == [False]  # not on the server's event loop
+
+
+def test_ready_tool_sets_are_served_without_compile_or_wait(srv, monkeypatch) -> None:
+    grammars = srv.hub.grammars
+    # the preload ran at start: 2 shapes for the bare array, 1 for the named line
+    assert grammars.stats.declared >= len(PRELOAD_CHOICES) + 1
+    spy = Spy(srv, monkeypatch)
+    stats = grammars.stats
+    for tools, choice in ((_tools("preloaded"), "auto"), (_tools("preloaded"), "required"),
+                          (_tools("named"), "required")):
+        ready, waited = stats.ready, stats.waited
+        rec = asyncio.run(_turn(srv.port, tools, choice))
+        assert rec.ok, rec.error
+        assert (stats.ready, stats.waited) == (ready + 1, waited)
+    assert spy.prepared == []  # no compile: every grammar was prepared before its turn
+    # a set one turn declared serves the next turn (another connection) the same way
+    rec = asyncio.run(_turn(srv.port, _tools("second_turn")))
+    assert rec.ok and len(spy.prepared) == 1
+    ready, waited = stats.ready, stats.waited
+    rec = asyncio.run(_turn(srv.port, _tools("second_turn")))
+    assert rec.ok and len(spy.prepared) == 1
+    assert (stats.ready, stats.waited) == (ready + 1, waited)
+    assert stats.threads and all(t.startswith("turnspec-grammar") for t in stats.threads)
+
+
+def test_load_tool_sets_reads_and_checks_each_line(tmp_path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(_tools("a")) + "\n" + json.dumps(
+        {"tools": _tools("b"), "tool_choice": ["auto", {"type": "function", "name": "move_b"}],
+         "parallel_tool_calls": True}) + "\n")
+    shapes = load_tool_sets(good)
+    assert [(s.choice, s.parallel_tool_calls) for s in shapes] == [
+        (ToolChoice("auto"), False), (ToolChoice("required"), False),
+        (ToolChoice("auto"), True), (ToolChoice("function", "move_b"), True)]
+    assert shapes[0].tools == tuple(parse_tools(_tools("a")))
+    bad = {"not json": "not JSON", "{\"tool\": []}": "with 'tools'",
+           "{\"tools\": 3}": "an array of tools, got int",
+           "[{\"type\": \"function\", \"name\": \"x y\"}]": "tools.0..name",
+           json.dumps({"tools": _tools("c"), "tool_choice": "none"}): "'none'",
+           json.dumps({"tools": _tools("c"), "extra": 1}): "unknown field",
+           json.dumps({"tools": _tools("c"), "parallel_tool_calls": "yes"}): "true or false",
+           "[]": "at least one tool"}
+    for line, says in bad.items():
+        path = tmp_path / "bad.jsonl"
+        path.write_text(json.dumps(_tools("d")) + "\n" + line + "\n")
+        with pytest.raises(ValueError, match=f"bad.jsonl:2: .*{says}"):
+            load_tool_sets(path)
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(ValueError, match="no tool sets"):
+        load_tool_sets(tmp_path / "empty.jsonl")
+    with pytest.raises(ValueError, match="cannot read"):
+        load_tool_sets(tmp_path / "missing.jsonl")

@@ -99,6 +99,11 @@ class ToolGrammars:
         self._evict()
         return Declared(key, fut)
 
+    @property
+    def pending(self) -> int:
+        """Preparations under way (declared, not finished)."""
+        return sum(not f.done() for f in self._futures.values())
+
     def _prepare(self, tools: list[ToolSpec], choice: ToolChoice, parallel: bool) -> Any:
         self.stats.threads.add(threading.current_thread().name)
         chat = self._chat

@@ -113,6 +113,41 @@ def test_ready_tool_sets_are_served_without_compile_or_wait(srv, monkeypatch) ->
     assert stats.threads and all(t.startswith("turnspec-grammar") for t in stats.threads)
 
 
+async def _warm_then_turn(port: int, tools: list[dict]):
+    """A Responses warm-up (`generate: false`) carrying the tools, then, once the server has
+    prepared them (polled, not timed), the first generated turn, continuing the warm-up."""
+    ws = await ResponsesSocketClient(f"ws://127.0.0.1:{port}/v1/responses").connect()
+    try:
+        warm = await ws.create([], instructions="You book tables.", tools=tools, generate=False)
+        yield warm
+        yield await ws.create("Please move my booking A17 to Friday.", tools=tools,
+                              previous_response_id=warm.response_id, max_output_tokens=4,
+                              instructions="You book tables.")
+    finally:
+        await ws.close()
+
+
+def test_warm_up_declares_the_tools_for_the_first_turn(srv, monkeypatch) -> None:
+    spy, stats = Spy(srv, monkeypatch), srv.hub.grammars.stats
+
+    async def run():
+        turns = _warm_then_turn(srv.port, _tools("warmed"))
+        warm = await anext(turns)
+        assert warm.ok and warm.response_id and warm.text == "" and warm.tool_calls == []
+        assert warm.usage["output_tokens"] == 0 and spy.declared_at_render == []  # no render
+        while srv.hub.grammars.pending:  # the compile the warm-up started
+            await asyncio.sleep(0.01)
+        assert len(spy.prepared) == 1 and spy.on_loop == [False]
+        ready, waited = stats.ready, stats.waited
+        turn = await anext(turns)
+        assert turn.ok, turn.error
+        assert (stats.ready, stats.waited) == (ready + 1, waited)
+        assert len(spy.prepared) == 1  # the first turn compiled nothing
+        await turns.aclose()
+
+    asyncio.run(run())
+
+
 def test_load_tool_sets_reads_and_checks_each_line(tmp_path) -> None:
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(_tools("a")) + "\n" + json.dumps(

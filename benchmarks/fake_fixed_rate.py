@@ -72,6 +72,9 @@ class FakeFixedRateEngine:
 
     # -- Engine protocol -----------------------------------------------------------------------
 
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Nothing to prepare: the grammar is never applied here."""
+
     def generate(self, request: GenerateRequest) -> DeltaStream:
         n = len(request.prompt_token_ids)
         if n + request.sampling.max_tokens > self.max_context:

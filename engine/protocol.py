@@ -271,6 +271,12 @@ class Engine(Protocol):
 
     def stats(self) -> EngineStats: ...
 
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Get a grammar ready ahead of the first request that carries it, where the backend
+        compiles it itself (`takes_structural_tag`; SGLang: into its grammar cache); a no-op
+        where the server hands the engine a compiled matcher."""
+        ...
+
     async def start(self) -> None:
         """Load weights, warm up; health turns SERVING after this returns."""
         ...

@@ -194,6 +194,18 @@ class SGLangEngine:
             self._aborted.add(request_id)
             self._engine.tokenizer_manager.abort_request(request_id)
 
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Have SGLang compile the structural tag now, into its grammar cache (keyed by the
+        tag's text), with a one-token request on a one-token prompt: the first turn that
+        carries the tag then finds it compiled instead of waiting in SGLang's grammar queue.
+        The server calls this for tool sets declared ahead of their turns (a warm-up,
+        --tools-preload), not for a turn's own, which SGLang compiles as it arrives."""
+        if self._engine is None:
+            raise EngineError("sglang engine not started")
+        params = {"max_new_tokens": 1, "temperature": 0.0,
+                  "structural_tag": grammar.structural_tag}
+        await self._engine.async_generate(input_ids=[0], sampling_params=params, stream=False)
+
     def generate(self, request: GenerateRequest) -> DeltaStream:
         if self._engine is None:
             raise EngineError("sglang engine not started")

@@ -10,15 +10,20 @@ when the future is done; otherwise the turn awaits the compile still running (th
 everything else meanwhile) and the wait is counted in `stats.waited`.
 
 For an engine that takes only the structural tag (`Engine.takes_structural_tag`: SGLang
-compiles and caches it itself), only the tag is built here: nothing is compiled twice.
+compiles and caches it itself), only the tag is built here: nothing is compiled twice. A shape
+declared ahead of its turns (a warm-up, `--tools-preload`) is also handed to the engine's
+`prepare_grammar`, so the backend's own compile is done before the first turn too; a turn's
+own declaration is not (its request reaches the backend a moment later and compiles there).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +37,7 @@ from turnspec.tools_grammar.schema import (
     tools_hash,
 )
 
+log = logging.getLogger("turnspec.server")
 Key = tuple[str, str, str | None, bool]  # (tool-set hash, mode, function name, parallel)
 # a tool set named in a preload file without its tool_choice: the shapes a voice agent's turns
 # take (free turns, and turns that must call)
@@ -57,6 +63,7 @@ class GrammarStats:
     declared: int = 0  # shapes whose preparation was started
     ready: int = 0  # turns whose grammar was ready when they needed it
     waited: int = 0  # turns that awaited a preparation still running
+    backend_prepared: int = 0  # shapes handed to the engine's prepare_grammar ahead of turns
     threads: set[str] = field(default_factory=set)  # where preparations ran
 
 
@@ -71,7 +78,8 @@ class ToolGrammars:
     `grammar` on the event loop thread only."""
 
     def __init__(self, chat: Any, *, structural_tag_only: bool, workers: int = 2,
-                 max_entries: int = 1024) -> None:
+                 max_entries: int = 1024,
+                 prepare_backend: Callable[[Any], Awaitable[None]] | None = None) -> None:
         if workers < 1 or max_entries < 1:
             raise ValueError(f"expected workers >= 1 and max_entries >= 1, got {workers}, "
                              f"{max_entries}")
@@ -80,24 +88,43 @@ class ToolGrammars:
         self._max = max_entries
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="turnspec-grammar")
         self._futures: OrderedDict[Key, Future[Any]] = OrderedDict()
+        self._backend = prepare_backend if structural_tag_only else None
+        self._at_backend: set[Key] = set()  # shapes the backend has been sent (turn or ahead)
+        self._ahead: dict[Key, asyncio.Task[None]] = {}
         self.stats = GrammarStats()
 
     def declare(self, tools: list[ToolSpec] | tuple[ToolSpec, ...], choice: ToolChoice,
-                parallel_tool_calls: bool = False) -> Declared | None:
+                parallel_tool_calls: bool = False, *, ahead: bool = False) -> Declared | None:
         """Start preparing this shape's grammar unless it is ready or under way; None when the
-        output is unconstrained (no tools, or tool_choice none)."""
+        output is unconstrained (no tools, or tool_choice none). `ahead`: declared before its
+        turns (a warm-up, a preload), so the backend prepares it too."""
         if not tools or choice.mode == "none":
             return None
         key = (tools_hash(list(tools)), choice.mode, choice.name, parallel_tool_calls)
         fut = self._futures.get(key)
         if fut is not None:
             self._futures.move_to_end(key)
-            return Declared(key, fut)
-        fut = self._pool.submit(self._prepare, list(tools), choice, parallel_tool_calls)
-        self._futures[key] = fut
-        self.stats.declared += 1
-        self._evict()
+        else:
+            fut = self._pool.submit(self._prepare, list(tools), choice, parallel_tool_calls)
+            self._futures[key] = fut
+            self.stats.declared += 1
+            self._evict()
+        if ahead and self._backend is not None and key not in self._at_backend:
+            self._at_backend.add(key)
+            self._ahead[key] = asyncio.ensure_future(self._prepare_backend(key, fut))
         return Declared(key, fut)
+
+    async def _prepare_backend(self, key: Key, fut: Future[Any]) -> None:
+        assert self._backend is not None
+        try:
+            await self._backend(await asyncio.wrap_future(fut))
+            self.stats.backend_prepared += 1
+        except Exception as e:  # the turn will compile it there as it arrives
+            self._at_backend.discard(key)
+            log.warning("the engine could not prepare a declared grammar ahead of its turn: "
+                        "%s: %s", type(e).__name__, e)
+        finally:
+            self._ahead.pop(key, None)
 
     @property
     def pending(self) -> int:
@@ -126,6 +153,7 @@ class ToolGrammars:
         the shared structural tag. Raises what the preparation raised (a schema xgrammar
         cannot take); that preparation is forgotten, so a later turn tries again."""
         fut = declared.future
+        self._at_backend.add(declared.key)  # this turn's request carries it there
         if fut.done():
             self.stats.ready += 1
         else:
@@ -140,7 +168,8 @@ class ToolGrammars:
 
     async def preload(self, shapes: tuple[ToolSetShape, ...]) -> int:
         """Declare every shape and wait until all are prepared; returns how many there were."""
-        pending = [self.declare(s.tools, s.choice, s.parallel_tool_calls) for s in shapes]
+        pending = [self.declare(s.tools, s.choice, s.parallel_tool_calls, ahead=True)
+                   for s in shapes]
         for shape, declared in zip(shapes, pending, strict=True):
             try:
                 await asyncio.wrap_future(declared.future)
@@ -149,6 +178,7 @@ class ToolGrammars:
                 raise ValueError(f"--tools-preload: no tool-call grammar for the tools "
                                  f"[{names}] ({shape.choice.mode}): {type(e).__name__}: {e}"
                                  ) from None
+        await asyncio.gather(*list(self._ahead.values()))  # the backend's own compiles
         return len(pending)
 
     def close(self) -> None:

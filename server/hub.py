@@ -73,7 +73,8 @@ class SessionHub:
         # first request with tools.
         await asyncio.to_thread(self._warm_frontend)
         self.grammars = ToolGrammars(self.chat,
-                                     structural_tag_only=self.engine.takes_structural_tag)
+                                     structural_tag_only=self.engine.takes_structural_tag,
+                                     prepare_backend=self.engine.prepare_grammar)
         if self.config.tools_preload:
             t0 = time.perf_counter()
             n = await self.grammars.preload(self.config.tools_preload)

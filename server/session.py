@@ -200,7 +200,7 @@ class Session:
         hub.check_accepting()
         limits.check_request(hub.config, req)
         tools, choice = _tools(req)
-        hub.grammars.declare(tools, choice, bool(req.parallel_tool_calls))
+        hub.grammars.declare(tools, choice, bool(req.parallel_tool_calls), ahead=True)
         history, _ = self._history(req)
         response_id = new_id("resp")
         if self.store is not None:  # nothing rendered: the next turn renders afresh

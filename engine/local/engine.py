@@ -91,6 +91,9 @@ class LocalEngine:
             self.core.learner.close()
 
     # -- Engine protocol -------------------------------------------------------------------
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Nothing to do: the server compiled the matcher it hands us (server/grammars.py)."""
+
     def generate(self, request: GenerateRequest) -> DeltaStream:
         """Validate now (raising EngineError before any streaming), then stream deltas."""
         if self._stopping:

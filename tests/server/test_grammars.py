@@ -175,3 +175,53 @@ def test_load_tool_sets_reads_and_checks_each_line(tmp_path) -> None:
         load_tool_sets(tmp_path / "empty.jsonl")
     with pytest.raises(ValueError, match="cannot read"):
         load_tool_sets(tmp_path / "missing.jsonl")
+
+
+@pytest.fixture(scope="module")
+def tag_srv(smollm2_dir, preload_file):
+    """A server whose engine takes the structural tag and compiles it itself, as SGLang does
+    (here the deliberately fake engine, set so): it keeps what the server hands it."""
+    from turnspec.benchmarks.fake_fixed_rate import FakeFixedRateEngine
+    from turnspec.engine.chat import ChatTemplate
+
+    engine = FakeFixedRateEngine(ChatTemplate.from_model_dir(smollm2_dir), first_token_ms=1.0,
+                                 interval_ms=1.0, tokens_per_request=2)
+    engine.takes_structural_tag = True
+    engine.backend_tags, engine.requests = [], []
+    generate = engine.generate
+
+    async def prepare_grammar(grammar) -> None:
+        engine.backend_tags.append(grammar.structural_tag)
+
+    def keep(request):
+        engine.requests.append(request)
+        return generate(request)
+
+    engine.prepare_grammar, engine.generate = prepare_grammar, keep
+    server = start_server(engine, tools_preload=load_tool_sets(preload_file))
+    yield server, engine
+    server.stop()
+
+
+def test_a_backend_that_compiles_gets_the_tag_alone_and_ahead_of_turns(tag_srv, monkeypatch):
+    srv, engine = tag_srv
+    stats = srv.hub.grammars.stats
+    assert len(engine.backend_tags) == stats.backend_prepared == 3  # the preload, before ready
+    spy = Spy(srv, monkeypatch)
+
+    async def run():
+        rec = await _turn(srv.port, _tools("tag_turn"))  # a turn's own: the backend compiles
+        assert rec.ok, rec.error
+        turns = _warm_then_turn(srv.port, _tools("tag_warm"))
+        assert (await anext(turns)).ok
+        while stats.backend_prepared < 4:  # the warm-up's shape, handed over ahead
+            await asyncio.sleep(0.01)
+        assert (await anext(turns)).ok
+        await turns.aclose()
+
+    asyncio.run(run())
+    assert spy.prepared == []  # nothing compiled in this process
+    assert len(engine.backend_tags) == 4
+    sent = [r.grammar.structural_tag for r in engine.requests[-2:]]
+    assert sent[1] == engine.backend_tags[-1] and sent[0] not in engine.backend_tags
+    assert all(type(r.grammar).__name__ == "StructuralTagGrammar" for r in engine.requests[-2:])

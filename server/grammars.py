@@ -147,6 +147,7 @@ class ToolGrammars:
             if old is None:
                 return
             del self._futures[old]
+            self._at_backend.discard(old)
 
     async def grammar(self, declared: Declared) -> Any:
         """The turn's grammar: a fresh matcher over the compiled grammar (embedded engine), or

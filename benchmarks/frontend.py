@@ -11,6 +11,9 @@ The server runs in a child process (as in production: clients elsewhere); the cl
   ready time (server's engine-accept clock + schedule), minus the in-process lag.
 
     turnspec bench frontend --concurrency 32 --json out/bench_frontend.json
+
+`--tool-sets N` measures instead what a never-seen tool set costs its first turn
+(benchmarks/frontend_tools.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from turnspec.benchmarks.frontend_tools import add_tool_set_args
 from turnspec.loadtest.stats import percentile
 
 TRANSPORTS = ("http", "ws", "grpc")
@@ -52,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="serve with tracing exporting over OTLP to a receiver in this process "
                         "(both: each transport untraced, then traced, for the overhead)")
     p.add_argument("--json", default=None, help="write results to this JSON file")
+    add_tool_set_args(p)
     p.set_defaults(func=run)
 
 
@@ -273,6 +278,10 @@ def tracing_overhead(off: dict[str, Any], on: dict[str, Any],
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.tool_sets:
+        from turnspec.benchmarks.frontend_tools import run as run_tool_sets
+
+        return run_tool_sets(args)  # another measurement: benchmarks/frontend_tools.py
     from turnspec.benchmarks.otlp_sink import OtlpSink
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.args import resolve_model_dir

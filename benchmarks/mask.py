@@ -28,8 +28,9 @@ import torch
 
 from turnspec.benchmarks.mask_batch import bench_batch, bench_text, bench_text_blocks, us_stats
 from turnspec.benchmarks.tool_calls import reference_output, select_turns
+from turnspec.tools_grammar.compiler import GrammarCompiler
 from turnspec.tools_grammar.formats import get_format
-from turnspec.tools_grammar.grammar import GrammarCompiler, ToolGrammarMatcher, apply_bitmask
+from turnspec.tools_grammar.grammar import ToolGrammarMatcher, apply_bitmask
 from turnspec.tools_grammar.schema import ToolChoice, parse_tools
 from turnspec.workloads import scenarios_for
 

@@ -4,7 +4,14 @@ server's timing (docs/loadtest.md).
     turnspec loadtest --url ws://127.0.0.1:8000/v1/responses --concurrency 4 --duration 20
     turnspec loadtest --url grpc://127.0.0.1:50051 --rate 10 --workload synthetic:128,64
     turnspec loadtest --url http://127.0.0.1:8000/v1 --sweep 1,2,4,8 --requests 40 --plot out/
+    turnspec loadtest --url http://127.0.0.1:30000/generate --workload rendered.jsonl
     turnspec loadtest compare A.json B.json
+
+Same tokens on SGLang's own server: `turnspec workload render --out rendered.jsonl` writes the
+conversations with the prompt ids turnspec renders for each turn; `--url .../generate` sends
+those ids (and the tools' structural tag) to SGLang's native endpoint, while turnspec plays the
+same file with `--resend-history` (each turn's whole scripted history, as the ids were
+rendered). `--tool-mode` splits the tools' cost: none, in the prompt only, or with the grammar.
 
 Exit code: 0, or 1 when the error rate exceeded --max-error-rate (the report is written
 either way), 2 for bad arguments.
@@ -32,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "loadtest", help="p50/p90/p99 of voice turns over WS, gRPC, HTTP, with the server's "
         "timing breakdown", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--url", help="ws://HOST:PORT/v1/responses | grpc://HOST:PORT | "
-                   "http://HOST:PORT/v1 (OpenAI chat completions: any such server)")
+                   "http://HOST:PORT/v1 (OpenAI chat completions: any such server) | "
+                   "http://HOST:PORT/generate (SGLang's native endpoint, on the token ids of a "
+                   "`turnspec workload render` file)")
     g = p.add_argument_group("load")
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--concurrency", type=int, help="closed loop: N conversations at once "
@@ -66,6 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="script: tool_choice=required on the turns the workload answers with a "
                    "tool call (which tool and arguments stay the model's), auto elsewhere; "
                    "auto: never forced (default: %(default)s)")
+    w.add_argument("--tool-mode", choices=("grammar", "prompt", "none"), default="grammar",
+                   help="grammar: tools sent with --tool-choice; prompt: sent with tool_choice "
+                   "none (in the prompt, no grammar); none: no tools (default: %(default)s)")
+    w.add_argument("--resend-history", action="store_true",
+                   help="WS: every turn sends its whole scripted history (no "
+                   "previous_response_id), the prompts a rendered token file holds")
     w.add_argument("--tokenizer", help="model folder whose tokenizer counts synthetic prompt "
                    "tokens (default: the prepared SmolLM2 folder)")
     w.add_argument("--model", help="model name sent over HTTP (default: the first of GET "
@@ -104,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
         print(compare_files(args.a, args.b))
         return 0
     if not args.url:
-        raise ValueError("--url is required (ws://…/v1/responses, grpc://host:port or "
-                         "http://…/v1)")
+        raise ValueError("--url is required (ws://…/v1/responses, grpc://host:port, "
+                         "http://…/v1 or http://…/generate)")
     from turnspec.loadtest import report
     from turnspec.loadtest.runner import RunConfig
     from turnspec.loadtest.stats import Slo
@@ -127,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--sweep {args.sweep!r}: expected integers, e.g. 1,2,4,8") from None
     duration = args.duration if args.duration is not None or args.requests else DEFAULT_DURATION_S
     tokenizer = _tokenizer(args) if spec.kind == "synthetic" else None
+    tokens = _token_table(args, spec) if target.transport == "generate" else None
     results = []
     for level in levels:
         concurrency = level if level is not None else (
@@ -136,9 +152,9 @@ def run(args: argparse.Namespace) -> int:
             duration_s=duration, requests=args.requests, warmup=args.warmup,
             barge_in=args.barge_in, barge_in_after=args.barge_in_after, seed=args.seed,
             rtt_probe=not args.no_rtt_probe, temperature=args.temperature,
-            tool_choice=args.tool_choice,
+            tool_choice=args.tool_choice, tool_mode=args.tool_mode,
             timeout_s=args.timeout, grace_s=args.grace, burn_loop_ms=args.burn_loop_ms)
-        res, records = asyncio.run(_run_once(args, target, spec, cfg, slo, tokenizer))
+        res, records = asyncio.run(_run_once(args, target, spec, cfg, slo, tokenizer, tokens))
         print(report.format_table(res), flush=True)
         results.append((res, records))
     final = results[0][0] if len(results) == 1 else sweep_result([r for r, _ in results])
@@ -163,6 +179,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _token_table(args: argparse.Namespace, spec: WorkloadSpec) -> Any:
+    from turnspec.loadtest.token_table import TokenTable
+
+    if spec.kind != "file":
+        raise ValueError("--url .../generate plays a `turnspec workload render` file: pass it as "
+                         "--workload FILE")
+    table = TokenTable.load(spec.path)
+    if table.tools_in_prompt != (args.tool_mode != "none"):
+        raise ValueError(f"--tool-mode {args.tool_mode}: {spec.path} was rendered "
+                         f"{'with' if table.tools_in_prompt else 'without'} the tools in the "
+                         "prompt; render it " + ("with --no-tools" if args.tool_mode == "none"
+                                                 else "without --no-tools"))
+    return table
+
+
 def _default_history() -> Path:
     from turnspec.engine.model.prepare import default_cache_root
 
@@ -182,8 +213,8 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 
 
 async def _run_once(args: argparse.Namespace, target: Target, spec: WorkloadSpec,
-                    cfg: RunConfig, slo: Slo | None,
-                    tokenizer: Any) -> tuple[dict[str, Any], list[Any]]:
+                    cfg: RunConfig, slo: Slo | None, tokenizer: Any,
+                    tokens: Any = None) -> tuple[dict[str, Any], list[Any]]:
     from turnspec.loadtest.aggregate import build_result
     from turnspec.loadtest.progress import LiveProgress
     from turnspec.loadtest.runner import Runner, RunResult
@@ -206,7 +237,8 @@ async def _run_once(args: argparse.Namespace, target: Target, spec: WorkloadSpec
         return build_result(run, workload_errors=e.errors, **common), []
     width = cfg.concurrency or cfg.max_concurrency or 256
     connector = Connector(target, api_key=args.api_key, model=args.model,
-                          max_connections=max(256, 2 * width))
+                          max_connections=max(256, 2 * width), tokens=tokens,
+                          resend_history=args.resend_history)
     label = f"loadtest {target.transport} " + (f"c={cfg.concurrency}" if cfg.concurrency
                                                else f"rate={cfg.rate:g}/s")
     progress = LiveProgress(label, cfg.requests, cfg.duration_s,

@@ -26,6 +26,7 @@ from turnspec.engine.local.args import (
 from turnspec.engine.protocol import Engine
 from turnspec.engine.sglang_args import add_sglang_args, other_engine_flags, sglang_config_from_args
 from turnspec.server.config import ServerConfig
+from turnspec.server.grammars import load_tool_sets
 from turnspec.server.recorder import RecorderConfig, read_redact_file
 from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_provider
 
@@ -59,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="let a looping turn run to its budget (default: the loop guard ends it "
                         "with a normal stop; a request may send \"loop_guard\": false)")
     p.add_argument("--max-message-bytes", type=int, default=4 << 20)
+    p.add_argument("--tools-preload", type=Path, default=None, metavar="FILE",
+                   help="prepare these tool sets' grammars before turning ready: one JSON array "
+                        "of tools per line (prepared for tool_choice auto and required), or "
+                        "{\"tools\": [...], \"tool_choice\"?: one or a list, "
+                        "\"parallel_tool_calls\"?: bool}; any other tool set is prepared when "
+                        "a turn first declares it")
     p.add_argument("--drain-seconds", type=float, default=10.0,
                    help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
     t = p.add_argument_group("tracing (off by default)")
@@ -108,7 +115,9 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         default_max_tokens=args.default_max_tokens, max_message_bytes=args.max_message_bytes,
         drain_seconds=args.drain_seconds, spec_block_size=args.spec_block_size,
         default_temperature=args.default_temperature, default_top_p=args.default_top_p,
-        loop_guard=args.loop_guard, record=_recorder_config(args), **limit_config_from_args(args))
+        loop_guard=args.loop_guard, record=_recorder_config(args),
+        tools_preload=load_tool_sets(args.tools_preload) if args.tools_preload else (),
+        **limit_config_from_args(args))
 
 
 def _recorder_config(args: argparse.Namespace) -> RecorderConfig | None:

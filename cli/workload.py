@@ -3,6 +3,9 @@
     turnspec workload export --out convs.jsonl [--n 5000] [--seed 0] [--split train|heldout|all] [--workload 2]
     turnspec workload export --out generic.jsonl --generic
     turnspec workload stats [--n 5000] [--seed 0] [--split all]
+    turnspec workload render --out tokens.jsonl [--workload voice|FILE] [--conversations 40]
+        [--no-tools] [--model DIR]   # + the prompt ids turnspec renders per turn
+                                     # (benchmarks/same_tokens.py), for a peer on the same tokens
 """
 
 from __future__ import annotations
@@ -23,6 +26,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--generic", action="store_true", help="write the generic chat prompts instead (no tools)")
     stats = sub.add_parser("stats", help="print counts per split, domain and next-turn kind")
     _add_shape_args(stats)
+    render = sub.add_parser("render", help="the load test's conversations with the prompt token "
+                            "ids turnspec renders for each turn (for loadtest --url .../generate)")
+    render.add_argument("--out", required=True, help="JSONL file to write")
+    render.add_argument("--workload", dest="source", default="voice",
+                        help="voice (the load test's voice stream) or a workload JSONL file "
+                        "(default: voice)")
+    render.add_argument("--conversations", type=int, default=40,
+                        help="how many, from the start (default: %(default)s)")
+    render.add_argument("--seed", type=int, default=0, help="the voice stream's seed")
+    render.add_argument("--max-tokens", type=int, default=96,
+                        help="per turn, as loadtest --max-tokens (default: %(default)s)")
+    render.add_argument("--no-tools", action="store_true",
+                        help="render without the tools in the prompt (loadtest --tool-mode none)")
+    render.add_argument("--model", default=None,
+                        help="model folder whose chat template renders (default: SmolLM2)")
+    render.set_defaults(func=run_render)
     parser.set_defaults(func=run)
 
 
@@ -62,4 +81,25 @@ def run(args: argparse.Namespace) -> int:
                            ("domain", Counter(c.domain for c in conversations)), ("next turn", turns)):
         print(f"  {title:<10} " + "  ".join(f"{k}={v}" for k, v in sorted(counter.items())))
     print(f"  scenarios  {len({c.scenario for c in conversations})}")
+    return 0
+
+
+def run_render(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from turnspec.benchmarks.same_tokens import render_file, scripts_from
+    from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.local.args import resolve_model_dir
+
+    if args.conversations < 1 or args.max_tokens < 1:
+        raise ValueError("--conversations and --max-tokens must be >= 1")
+    model_dir = resolve_model_dir(args.model)
+    chat = ChatTemplate.from_model_dir(model_dir)
+    start = time.perf_counter()
+    convs, turns = render_file(chat, scripts_from(args.source, args.seed, args.max_tokens),
+                               args.out, conversations=args.conversations,
+                               tools_in_prompt=not args.no_tools, model=Path(model_dir).name)
+    print(f"wrote {convs} conversations, {turns} turns with their prompt ids "
+          f"({'no tools' if args.no_tools else 'tools in the prompt'}) to {args.out} "
+          f"in {time.perf_counter() - start:.1f} s")
     return 0

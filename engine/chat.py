@@ -58,7 +58,7 @@ class ChatTemplate:
     def grammar_compiler(self):
         """tools_grammar GrammarCompiler for this tokenizer (built on first use, ~0.3 s)."""
         if self._grammar_compiler is None:
-            from turnspec.tools_grammar.grammar import GrammarCompiler
+            from turnspec.tools_grammar.compiler import GrammarCompiler
 
             self._grammar_compiler = GrammarCompiler(self.tokenizer, self.vocab_size, self.stop_token_ids)
         return self._grammar_compiler

@@ -35,6 +35,8 @@ def _wake(fut: asyncio.Future[None]) -> None:
 class FakeFixedRateEngine:
     """Implements the Engine protocol; emits `token_text` at a fixed rate (see module doc)."""
 
+    takes_structural_tag = False  # the server prepares matchers as for the embedded engine
+
     def __init__(self, chat: Any | None = None, *, first_token_ms: float = 20.0,
                  interval_ms: float = 10.0, tokens_per_request: int = 64,
                  max_context: int = 8192, model_name: str = "fake-fixed-rate",
@@ -71,6 +73,9 @@ class FakeFixedRateEngine:
                            free_kv_blocks=0, total_kv_blocks=0, cached_kv_blocks=0)
 
     # -- Engine protocol -----------------------------------------------------------------------
+
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Nothing to prepare: the grammar is never applied here."""
 
     def generate(self, request: GenerateRequest) -> DeltaStream:
         n = len(request.prompt_token_ids)

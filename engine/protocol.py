@@ -81,7 +81,8 @@ class GenerateRequest:
     """One generation. `prompt_token_ids` is the fully templated prompt.
 
     `grammar` is a per-request matcher from `turnspec.tools_grammar.grammar` (or None);
-    the engine masks target logits with it at every position it samples or verifies.
+    the engine masks target logits with it at every position it samples or verifies. An
+    engine with `takes_structural_tag` gets a `StructuralTagGrammar` instead.
     `spec_block_size` overrides the drafter's block size (0 disables speculation).
     """
 
@@ -257,6 +258,10 @@ class Engine(Protocol):
 
     model_name: str
     max_context: int
+    # What it reads of `GenerateRequest.grammar`: False, a per-request ToolGrammarMatcher it
+    # advances itself (the embedded engine); True, only its `structural_tag`, which the
+    # backend compiles (SGLang), so the server builds the tag and compiles nothing.
+    takes_structural_tag: bool
 
     @property
     def chat(self) -> ChatTemplate:
@@ -274,6 +279,12 @@ class Engine(Protocol):
         ...
 
     def stats(self) -> EngineStats: ...
+
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Get a grammar ready ahead of the first request that carries it, where the backend
+        compiles it itself (`takes_structural_tag`; SGLang: into its grammar cache); a no-op
+        where the server hands the engine a compiled matcher."""
+        ...
 
     async def start(self) -> None:
         """Load weights, warm up; health turns SERVING after this returns."""

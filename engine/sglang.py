@@ -5,8 +5,10 @@ DFlash (`speculative_algorithm="DFLASH"`, the drafter folder `turnspec speculato
 writes); turnspec keeps the front ends, sessions, chat template, tool-call parsing, tracing
 and metrics. Requests go in as token ids rendered by our ChatTemplate, so a conversation's
 next turn starts with the previous turn's exact ids and SGLang's radix cache serves them; the
-tool grammar goes in as the xgrammar structural tag our matcher compiled (SGLang compiles it
-with the same xgrammar: scripts/gpu/sglang_wheels.sh carries ours). Its `meta_info` (queue,
+tool grammar goes in as the xgrammar structural tag our compiler builds (SGLang compiles it,
+once per tag in its own grammar cache, with the same xgrammar: scripts/gpu/sglang_wheels.sh
+carries ours; the server compiles nothing itself for this engine: `takes_structural_tag`).
+Its `meta_info` (queue,
 prefill and finish times, cached tokens, verify steps) becomes our `Timing` and `SpecStats`
 (engine/sglang_meta.py);
 `abort` is SGLang's `abort_request`; the request's W3C trace context rides in
@@ -123,6 +125,8 @@ class SGLangEngine:
     """`launch`: what builds the runtime from `cfg.engine_kwargs()`; None is `sglang.Engine`
     (tests pass a stand-in that runs where SGLang cannot)."""
 
+    takes_structural_tag = True  # SGLang compiles the tag itself (and caches it by its text)
+
     def __init__(self, cfg: SGLangConfig, launch: Callable[..., Any] | None = None) -> None:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name
@@ -214,6 +218,18 @@ class SGLangEngine:
                 and request_id not in self._aborted:
             self._aborted.add(request_id)
             self._engine.tokenizer_manager.abort_request(request_id)
+
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Have SGLang compile the structural tag now, into its grammar cache (keyed by the
+        tag's text), with a one-token request on a one-token prompt: the first turn that
+        carries the tag then finds it compiled instead of waiting in SGLang's grammar queue.
+        The server calls this for tool sets declared ahead of their turns (a warm-up,
+        --tools-preload), not for a turn's own, which SGLang compiles as it arrives."""
+        if self._engine is None:
+            raise EngineError("sglang engine not started")
+        params = {"max_new_tokens": 1, "temperature": 0.0,
+                  "structural_tag": grammar.structural_tag}
+        await self._engine.async_generate(input_ids=[0], sampling_params=params, stream=False)
 
     def generate(self, request: GenerateRequest) -> DeltaStream:
         if self.dead is not None:

@@ -96,7 +96,7 @@ class RequestRecord:
         if ok and self.cancel_ms is None and self._sentence.finish():  # ended on a terminator
             self.ttfs_ms = self.e2e_ms
         self.end_server_us = server_us or self.end_server_us
-        if self.cancel_ms is not None and self.transport != "http":
+        if self.cancel_ms is not None and self.transport not in ("http", "generate"):
             self.cancel_to_stop_ms = self.e2e_ms - self.cancel_ms
         self.ok = ok
         return self

@@ -49,6 +49,9 @@ class RunConfig:
     rtt_probe: bool = True
     temperature: float | None = 0.0
     tool_choice: str = "script"  # "script": required where the workload calls a tool; "auto"
+    # "grammar": tools sent with tool_choice above; "prompt": sent with tool_choice "none"
+    # (in the prompt, no grammar, no call parsing); "none": no tools sent
+    tool_mode: str = "grammar"
     timeout_s: float = 120.0  # per turn
     grace_s: float = 30.0  # after the last dispatch, for turns in flight
     max_consecutive_failures: int = 50
@@ -78,6 +81,9 @@ class RunConfig:
                              f" >= 1; got {self.warmup}, {self.barge_in}, {self.barge_in_after}")
         if self.tool_choice not in ("script", "auto"):
             raise ValueError(f"--tool-choice: expected script or auto, got {self.tool_choice!r}")
+        if self.tool_mode not in ("grammar", "prompt", "none"):
+            raise ValueError(f"--tool-mode: expected grammar, prompt or none, got "
+                             f"{self.tool_mode!r}")
         if self.timeout_s <= 0 or self.grace_s < 0 or not 0 <= self.burn_loop_ms < 100:
             raise ValueError("expected --timeout > 0, --grace >= 0, 0 <= --burn-loop-ms < 100")
 
@@ -176,12 +182,11 @@ class Runner:
                 rtt = await conv.link.probe_rtt()
             cancel_after = self.cfg.barge_in_after if measured and self._barges(conv, turn) \
                 else None
-            forced = self.cfg.tool_choice == "script" and turn.kind == "tool_call"
+            tools, choice = self._tools(conv.script, turn)
             async with asyncio.timeout(self.cfg.timeout_s):
-                rec = await conv.link.send(turn, conv.script.tools, conv.prev_turn, conv.prev,
+                rec = await conv.link.send(turn, tools, conv.prev_turn, conv.prev,
                                            temperature=self.cfg.temperature,
-                                           cancel_after=cancel_after,
-                                           tool_choice="required" if forced else None)
+                                           cancel_after=cancel_after, tool_choice=choice)
             rec.rtt_ms = rtt
         except (aiohttp.ClientError, OSError) as e:  # WS connect
             rec = _failed(transport, "connection_error", f"cannot connect: {e or type(e)}")
@@ -193,6 +198,16 @@ class Runner:
         conv.prev_turn, conv.prev, conv.next = turn, rec, conv.next + 1
         conv.broken = connection_failure(rec)
         return rec
+
+    def _tools(self, script: Script, turn: ScriptTurn) -> tuple[tuple[dict, ...], str | None]:
+        """(tools, tool_choice) a turn sends under --tool-mode and --tool-choice."""
+        mode = self.cfg.tool_mode
+        if mode == "none" or not script.tools:
+            return (), None
+        if mode == "prompt":
+            return script.tools, "none"
+        forced = self.cfg.tool_choice == "script" and turn.kind == "tool_call"
+        return script.tools, "required" if forced else None
 
     def _barges(self, conv: _Conv, turn: ScriptTurn) -> bool:
         if self.cfg.barge_in <= 0:

@@ -149,6 +149,8 @@ class ServerApp:
             await self._grpc.stop(grace=0.5)
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.hub.grammars is not None:
+            self.hub.grammars.close()
         if self.hub.ready and stop_engine:
             await self.hub.engine.shutdown()
         if self.hub.recorder is not None:  # write what is queued (off the loop: it joins)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from turnspec.server.grammars import ToolSetShape
 from turnspec.server.recorder import RecorderConfig
 
 
@@ -45,6 +46,8 @@ class ServerConfig:
     drain_seconds: float = 10.0
     spec_block_size: int | None = None  # per-request override sent to the engine (None: engine's)
     record: RecorderConfig | None = None  # finished turns to JSONL (server/recorder.py); None: off
+    # tool sets whose grammars are prepared before the server turns ready (server/grammars.py)
+    tools_preload: tuple[ToolSetShape, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("port",):
@@ -77,6 +80,9 @@ class ServerConfig:
         check_limits(self)
         if self.drain_seconds < 0:
             raise ValueError(f"drain_seconds: expected >= 0, got {self.drain_seconds}")
+        if not all(isinstance(t, ToolSetShape) for t in self.tools_preload):
+            raise ValueError("tools_preload: expected ToolSetShape entries (server/grammars.py "
+                             "load_tool_sets reads them from a file)")
         if self.spec_block_size is not None and self.spec_block_size < 0:
             raise ValueError(f"spec_block_size: expected >= 0 or None, got "
                              f"{self.spec_block_size}")

@@ -2,10 +2,11 @@
 connection) or per call (an HTTP request, a gRPC stream).
 
 `Session.start(TurnRequest)` does everything between the wire and the engine: tools and
-tool_choice checks, conversation state (`previous_response_id`), prompt rendering (KV reuse
-via `render_continuation`), context-length checks, the per-connection limit, admission and
-the grammar. It raises `ApiError` before anything is streamed, so a transport can answer with
-a clean error frame; otherwise it returns a `Turn` to stream.
+tool_choice checks, the grammar (declared as soon as the tools are parsed, prepared off the
+request path: server/grammars.py), conversation state (`previous_response_id`), prompt
+rendering (KV reuse via `render_continuation`), context-length checks, the per-connection
+limit and admission. It raises `ApiError` before anything is streamed, so a transport can
+answer with a clean error frame; otherwise it returns a `Turn` to stream.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from turnspec.server.events import TurnDone
 from turnspec.server.timing import TurnClock
 from turnspec.server.turn import Turn, engine_error
 from turnspec.tools_grammar.parser import ToolCallStreamParser
-from turnspec.tools_grammar.schema import ToolSpec, parse_tool_choice, parse_tools
+from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, parse_tool_choice, parse_tools
 
 if TYPE_CHECKING:
     from turnspec.server.hub import SessionHub
@@ -44,6 +45,15 @@ def _render(chat: Any, history_ids: list[int] | None, messages: list[Message],
     if history_ids is not None:
         return chat.render_continuation(history_ids, messages, tools)
     return chat.render(messages, tools)
+
+
+def _tools(req: TurnRequest) -> tuple[list[ToolSpec], ToolChoice]:
+    try:
+        tools = parse_tools(req.tools)
+        return tools, parse_tool_choice(req.tool_choice, tools)
+    except ValueError as e:
+        msg = str(e)
+        raise invalid(msg, param=msg.split(":", 1)[0].strip()) from None
 
 
 @dataclass(slots=True)
@@ -115,13 +125,10 @@ class Session:
                            "progress; wait for it to finish or cancel it first",
                            code="conversation_already_has_active_response")
         limits.check_request(hub.config, req)
-        try:
-            tools = parse_tools(req.tools)
-            choice = parse_tool_choice(req.tool_choice, tools)
-        except ValueError as e:
-            msg = str(e)
-            raise invalid(msg, param=msg.split(":", 1)[0].strip()) from None
-
+        tools, choice = _tools(req)
+        # Declared now, compiled on the grammar threads while the prompt renders (or ready
+        # already: an earlier turn, another session, --tools-preload): server/grammars.py.
+        declared = hub.grammars.declare(tools, choice, bool(req.parallel_tool_calls))
         history, base = self._history(req)
         messages = ([{"role": "system", "content": req.instructions}]
                     if req.instructions else []) + history
@@ -145,14 +152,10 @@ class Session:
         response_id = new_id("resp")
         grammar = None
         parser = None
-        if tools and choice.mode != "none":
-            # Off the loop: a cache miss compiles for ~10-80 ms (install-notes §3), which
-            # would stall every other stream's tokens.
-            t0 = time.perf_counter()
+        if declared is not None:
+            t0 = time.perf_counter()  # ~0 when ready; else what is left of the compile
             try:
-                grammar = await asyncio.to_thread(
-                    chat.grammar_compiler.matcher, tools, choice, chat.tool_format,
-                    parallel_tool_calls=bool(req.parallel_tool_calls))
+                grammar = await hub.grammars.grammar(declared)
             except Exception as e:  # a schema the grammar compiler cannot take
                 raise invalid(f"tools: no tool-call grammar could be built from these schemas "
                               f"({type(e).__name__}: {e})", param="tools",
@@ -187,6 +190,22 @@ class Session:
         self.active[response_id] = turn
         hub.turn_started(turn, on_close=lambda t: self.active.pop(t.response_id, None))
         return turn
+
+    def prepare(self, req: TurnRequest) -> str:
+        """A warm-up without output (Responses `generate: false`): the turn's tools are checked
+        as a turn's are and their grammar is declared (prepared on the grammar threads from
+        now on); its input is remembered under a new response id that a later turn continues
+        with `previous_response_id`. Returns that id; raises `ApiError`."""
+        hub = self.hub
+        hub.check_accepting()
+        limits.check_request(hub.config, req)
+        tools, choice = _tools(req)
+        hub.grammars.declare(tools, choice, bool(req.parallel_tool_calls), ahead=True)
+        history, _ = self._history(req)
+        response_id = new_id("resp")
+        if self.store is not None:  # nothing rendered: the next turn renders afresh
+            self.store.put(response_id, Conversation(history, [], req.instructions))
+        return response_id
 
     def _history(self, req: TurnRequest) -> tuple[list[Message], Conversation | None]:
         if req.previous_response_id is None:

@@ -60,7 +60,7 @@ def smollm2_tokenizer(smollm2_dir: Path):
 
 @pytest.fixture(scope="session")
 def compiler(smollm2_tokenizer):
-    from turnspec.tools_grammar.grammar import GrammarCompiler
+    from turnspec.tools_grammar.compiler import GrammarCompiler
 
     return GrammarCompiler(smollm2_tokenizer, VOCAB_SIZE, [smollm2_tokenizer.eos_token_id],
                            max_threads=2)

@@ -11,7 +11,9 @@ engine (the embedded one, the SGLang plugin) and the offline replay can call it.
 No product module imports `turnspec.benchmarks`. Product is every package but `benchmarks`
 itself and `scripts/`; `cli/` is product too (`turnspec serve` must run without the benches),
 except the modules that only wire benchmark commands: `cli/bench.py` (`turnspec bench ...`) and
-`cli/simulate.py` (`turnspec simulate`, whose model lives in `benchmarks/simulate*.py`). The
+`cli/simulate.py` (`turnspec simulate`, whose model lives in `benchmarks/simulate*.py`), and
+`cli/workload.py` for `turnspec workload render` alone (the same-tokens bench's input,
+`benchmarks/same_tokens.py`, imported inside that command). The
 layer order already keeps every package below `benchmarks` from importing it; this rule adds
 `cli/` beyond those two files. An engine the server can run, even a fake one, lives in `engine/`.
 """
@@ -30,7 +32,7 @@ RANK = {name: i for i, name in enumerate(ORDER)}
 # what loadtest may import besides itself: workload data and the wire contract
 LOADTEST_ALLOWED = ("turnspec.tools_grammar", "turnspec.workloads", "turnspec.server.proto")
 # the only product files that may import turnspec.benchmarks: the wiring of benchmark commands
-BENCH_WIRING = ("cli/bench.py", "cli/simulate.py")
+BENCH_WIRING = ("cli/bench.py", "cli/simulate.py", "cli/workload.py")
 
 
 def _sources() -> list[Path]:

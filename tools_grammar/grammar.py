@@ -1,7 +1,7 @@
-"""Grammar-constrained tool calls: compile per tool set, match per request, mask logits.
+"""Grammar-constrained tool calls: a matcher per request, and logits masking.
 
     compiler = GrammarCompiler(tokenizer, vocab_size=config.vocab_size, stop_token_ids=[eos])
-    matcher = compiler.matcher(tools, choice, fmt)          # None: unconstrained
+    matcher = compiler.matcher(tools, choice, fmt)          # None: unconstrained (compiler.py)
     bitmask = matcher.new_bitmask(block)                    # [block, ceil(V/32)] int32, CPU
     valid = matcher.fill_block_masks(drafts, bitmask)       # row k = mask after drafts[:k]
     apply_bitmask(logits, bitmask)                          # logits [block, V] -> -inf where banned
@@ -10,32 +10,15 @@
 Plain decoding is the block of one: `fill_mask(bitmask, 0)`, sample, `accept(token)`.
 Required and named calls are budget-aware: given the tokens left (`remaining=`), the masks steer
 the call to close within them (closing.py).
-Compiled grammars are cached by (tool-set hash, mode, function name, format, parallel); a cold
-compile for SmolLM2's 49k vocabulary costs milliseconds (benchmarks/mask.py), so the server should
-compile before the request reaches the engine step loop.
 """
 
 from __future__ import annotations
-
-import json
-import os
-import threading
-import time
-from collections import OrderedDict
-from typing import Any
 
 import numpy as np
 import torch
 import xgrammar as xgr
 
-from turnspec.tools_grammar.closing import BudgetSteer, Closer, CloseVocab
-from turnspec.tools_grammar.formats.base import ToolCallFormat
-from turnspec.tools_grammar.grammar_spec import (
-    OutputBounds,
-    build_structural_tag,
-    clear_schema_cache,
-)
-from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, tools_hash
+from turnspec.tools_grammar.closing import BudgetSteer, Closer
 
 
 class ToolGrammarMatcher:
@@ -163,104 +146,6 @@ class ToolGrammarMatcher:
             chain = (next_token, torch.full((n,), -1, dtype=torch.int64))
             self._chains[n] = chain
         return chain
-
-
-class GrammarCompiler:
-    """Compiles tool-call grammars for one tokenizer and caches them (LRU, thread-safe)."""
-
-    def __init__(
-        self,
-        tokenizer: Any,
-        vocab_size: int,
-        stop_token_ids: list[int],
-        *,
-        cache_size: int = 256,
-        max_threads: int | None = None,
-        bounds: OutputBounds | None = None,
-    ) -> None:
-        if not stop_token_ids:
-            raise ValueError("stop_token_ids: need at least one stop token (e.g. the EOS id)")
-        if vocab_size < len(tokenizer):
-            raise ValueError(f"vocab_size={vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens")
-        self.vocab_size = vocab_size
-        self.stop_token_ids = [int(t) for t in stop_token_ids]
-        self.bounds = bounds or OutputBounds()
-        self._info = xgr.TokenizerInfo.from_huggingface(
-            tokenizer, vocab_size=vocab_size, stop_token_ids=self.stop_token_ids
-        )
-        threads = max_threads or min(8, os.cpu_count() or 1)
-        # Our own LRU (keyed by a short hash) replaces xgrammar's unbounded string-keyed cache.
-        self._compiler = xgr.GrammarCompiler(self._info, max_threads=threads, cache_enabled=False)
-        # key -> (compiled grammar, the structural-tag JSON it was compiled from)
-        self._cache: OrderedDict[tuple, tuple[xgr.CompiledGrammar, str]] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
-        self._closer: Closer | None = None  # budget steering's policy, built on first use
-        self._encode = lambda text: tokenizer.encode(text, add_special_tokens=False)
-        self.hits = 0
-        self.misses = 0
-        self.last_compile_s = 0.0
-
-    def compile(
-        self, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, *, parallel_tool_calls: bool = False
-    ) -> xgr.CompiledGrammar | None:
-        """The compiled grammar for this request shape, from cache when possible; None when the
-        output is unconstrained (no tools, or tool_choice none)."""
-        entry = self._entry(tools, choice, fmt, parallel_tool_calls)
-        return None if entry is None else entry[0]
-
-    def _entry(self, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat,
-               parallel_tool_calls: bool) -> tuple[xgr.CompiledGrammar, str] | None:
-        if choice.mode == "none" or not tools:
-            return None
-        key = (tools_hash(tools), choice.mode, choice.name, fmt.name, parallel_tool_calls)
-        with self._lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                self.hits += 1
-                return cached
-        spec = json.dumps(build_structural_tag(tools, choice, fmt, parallel_tool_calls=parallel_tool_calls,
-                                               bounds=self.bounds))
-        start = time.perf_counter()
-        compiled = self._compiler.compile_structural_tag(spec)
-        elapsed = time.perf_counter() - start
-        with self._lock:
-            self.misses += 1
-            self.last_compile_s = elapsed
-            self._cache[key] = (compiled, spec)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return compiled, spec
-
-    def clear_cache(self) -> None:
-        """Forget compiled grammars (and the per-schema EBNF memo), e.g. to time cold compiles."""
-        with self._lock:
-            self._cache.clear()
-        clear_schema_cache()
-
-    def matcher(
-        self, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, *, parallel_tool_calls: bool = False
-    ) -> ToolGrammarMatcher | None:
-        """A fresh per-request matcher; None when the output is unconstrained.
-
-        parallel_tool_calls=False (the default) allows one call per turn: a small model under a
-        grammar may otherwise chain calls until max_tokens cuts one in half."""
-        entry = self._entry(tools, choice, fmt, parallel_tool_calls)
-        if entry is None:
-            return None
-        compiled, spec = entry
-        closer = self.closer() if choice.mode in ("required", "function") else None
-        return ToolGrammarMatcher(compiled, self.vocab_size, self.stop_token_ids, spec, closer)
-
-    def closer(self) -> Closer:
-        """The closing policy for budget-aware calls (its vocabulary tables built once)."""
-        with self._lock:
-            if self._closer is None:
-                vocab = CloseVocab(list(self._info.decoded_vocab), self.vocab_size,
-                                   self.stop_token_ids, self._encode)
-                self._closer = Closer(vocab)
-            return self._closer
 
 
 def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int] | None = None) -> None:

@@ -33,6 +33,8 @@ GrammarFn = Callable[[list[int]], Any]
 
 
 class LocalEngine:
+    takes_structural_tag = False  # it advances a per-request matcher on its step thread
+
     def __init__(self, cfg: LocalEngineConfig) -> None:
         self.cfg = cfg
         self.model_name = Path(cfg.model_dir).name
@@ -89,6 +91,9 @@ class LocalEngine:
             self.core.speculation.learner.close()
 
     # -- Engine protocol -------------------------------------------------------------------
+    async def prepare_grammar(self, grammar: Any) -> None:
+        """Nothing to do: the server compiled the matcher it hands us (server/grammars.py)."""
+
     def generate(self, request: GenerateRequest) -> DeltaStream:
         """Validate now (raising EngineError before any streaming), then stream deltas."""
         if self._stopping:

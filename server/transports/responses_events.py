@@ -159,6 +159,14 @@ class ResponseEmitter:
                 await self._event("response.output_item.done", output_index=item["_idx"],
                                   item=bad)
 
+    async def prepared(self) -> None:
+        """The terminal event of a warm-up (`generate: false`): completed, no output."""
+        r = self.response("completed")
+        r["usage"] = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 0}
+        await self._event("response.completed", response=r)
+
     async def finish(self, done: TurnDone) -> None:
         """Close open items and send the terminal event."""
         await self._close_message()

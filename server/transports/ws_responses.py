@@ -11,6 +11,9 @@ pipecat drains until completed/failed/incomplete); `response.failed` (engine err
 input gets an `error` event (OpenAI shape, plus `status`) and the connection stays open.
 `previous_response_id` continues a turn this connection remembers; an unknown one gets
 code `previous_response_not_found`, on which pipecat resends the full context.
+`generate: false` is a warm-up: no output (`response.created`, then `response.completed` with
+no items); the tools' grammar is prepared from then on and the input is kept for the next
+turn's `previous_response_id` (server/grammars.py).
 One response at a time per connection, as in OpenAI's WebSocket mode. Every server event
 carries `turnspec.t_us`, the server's wall clock (µs) when it was built.
 """
@@ -162,8 +165,19 @@ class ResponsesSocket:
         req, meta = parse_create(body, received_unix_ms, received_perf)
         # this turn's own traceparent (a field, or in metadata) wins over the upgrade's
         req.trace = trace_from(body, meta["metadata"], self._trace_headers)
+        if not meta["generate"]:
+            await self._warm_up(req, meta)
+            return
         self._cancel_early = False
         self._task = asyncio.create_task(self._run_turn(req, meta))
+
+    async def _warm_up(self, req: TurnRequest, meta: dict[str, Any]) -> None:
+        """`generate: false`: no output; the tools' grammar is prepared from now on and the
+        input is kept under the response id, for the next turn's `previous_response_id`."""
+        response_id = self.session.prepare(req)
+        emitter = ResponseEmitter(response_id, self.hub.engine.model_name, meta, self._send)
+        await emitter.created(text_only=False)
+        await emitter.prepared()
 
     async def _run_turn(self, req: TurnRequest, meta: dict[str, Any]) -> None:
         try:
@@ -219,11 +233,9 @@ def parse_create(body: dict[str, Any], received_unix_ms: float,
     from turnspec.server.conversation import messages_from_responses_input
 
     opt_str(body, "model")
-    if "input" not in body:
+    generate = opt_bool(body, "generate", True) is not False
+    if "input" not in body and generate:
         raise invalid("input: required (a string or an array of input items)", param="input")
-    if opt_bool(body, "generate", True) is False:
-        raise invalid("generate: false (warm-up without output) is not supported; omit it",
-                      param="generate")
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise invalid("metadata: expected an object of string values", param="metadata")
@@ -232,7 +244,7 @@ def parse_create(body: dict[str, Any], received_unix_ms: float,
         raise invalid("tool_choice: expected 'auto', 'none', 'required' or "
                       "{type: 'function', name}", param="tool_choice")
     req = TurnRequest(
-        messages=messages_from_responses_input(body["input"]),
+        messages=messages_from_responses_input(body.get("input", [])),
         tools=opt_list(body, "tools"),
         tool_choice=tool_choice,
         instructions=opt_str(body, "instructions"),
@@ -249,5 +261,5 @@ def parse_create(body: dict[str, Any], received_unix_ms: float,
     meta = {"instructions": req.instructions, "previous_response_id": req.previous_response_id,
             "metadata": metadata or {}, "temperature": req.temperature, "top_p": req.top_p,
             "max_output_tokens": req.max_tokens, "tool_choice": tool_choice or "auto",
-            "tools": req.tools or []}
+            "tools": req.tools or [], "generate": generate}
     return req, meta

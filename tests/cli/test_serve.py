@@ -204,3 +204,16 @@ def test_serve_refuses_the_other_engines_flags(smollm2_dir, capsys):
     assert code == 2
     assert "serve --engine local: --sglang-mem-fraction apply to --engine sglang only" \
         in capsys.readouterr().err
+
+
+def test_serve_refuses_a_bad_tools_preload_file(smollm2_dir, tmp_path, capsys):
+    """--tools-preload is read and checked before anything loads; the error names the line."""
+    from turnspec.cli.main import main
+
+    path = tmp_path / "tools.jsonl"
+    path.write_text('[{"type": "function", "name": "ok_tool"}]\n{"tools": "lookup"}\n')
+    code = main(["serve", "--model", str(smollm2_dir), "--port", "0", "--tools-preload",
+                 str(path)])
+    assert code == 2
+    assert f"--tools-preload {path}:2: tools: expected an array of tools, got str" \
+        in capsys.readouterr().err

@@ -6,6 +6,7 @@ TURNSPEC_SGLANG_DRAFTER (what `turnspec speculator export` wrote), else the comm
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -153,3 +154,24 @@ async def test_turn_two_reuses_the_kv_of_turn_one(server):
     assert cached >= one.usage["input_tokens"] - 16, (cached, one.usage)  # all of turn 1's prompt
     SUMMARY["kv_reuse"] = {"turn1_input": one.usage["input_tokens"],
                            "turn2_input": two.usage["input_tokens"], "turn2_cached": cached}
+
+
+async def test_a_warm_up_has_sglang_compile_the_tools_before_the_turn(server):
+    """`generate: false` with tools: the server builds their structural tag and has SGLang
+    compile it (SGLangEngine.prepare_grammar, a one-token request); the turn after it calls the
+    tool under that grammar. Its grammar wait and TTFT go to the summary (not asserted)."""
+    port, _ = server
+    tool = {**WEATHER, "name": "get_weather_warmed"}
+    ws = await ResponsesSocketClient(f"ws://127.0.0.1:{port}/v1/responses").connect()
+    try:
+        warm = await ws.create([], tools=[tool], generate=False)
+        assert warm.ok and warm.response_id, warm.error
+        await asyncio.sleep(1.0)  # a caller who has not spoken yet
+        rec = await ws.create(ASK, tools=[tool], tool_choice="required", max_output_tokens=64,
+                              previous_response_id=warm.response_id)
+    finally:
+        await ws.close()
+    assert rec.ok, rec.error
+    assert rec.tool_calls and rec.tool_calls[0]["name"] == "get_weather_warmed"
+    SUMMARY["warmed_tool_turn"] = {"grammar_ms": rec.timing["grammar_ms"],
+                                   "ttft_ms": rec.ttft_ms, "timing": rec.timing}

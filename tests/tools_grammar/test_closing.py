@@ -12,8 +12,9 @@ import pytest
 
 from turnspec.benchmarks.voice_turns import DENTAL_TOOLS
 from turnspec.tools_grammar.closing import CloseVocab, few_allowed
+from turnspec.tools_grammar.compiler import GrammarCompiler
 from turnspec.tools_grammar.formats import get_format
-from turnspec.tools_grammar.grammar import GrammarCompiler, unpack_bitmask
+from turnspec.tools_grammar.grammar import unpack_bitmask
 from turnspec.tools_grammar.parser import ToolCallDone, ToolCallStreamParser
 from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
 from turnspec.workloads.catalog import load_tools

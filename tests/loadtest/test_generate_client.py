@@ -1,0 +1,85 @@
+"""GenerateClient (SGLang's native /generate) against a recording peer in SGLang's streaming
+format: cumulative and incremental chunks give the same record; a tool call in the raw text
+comes out as turnspec's transports report it (argument chunks, tool_call_ms, the call);
+SGLang's error line, a barge-in, and sampling parameters equal to turnspec's SGLang engine's."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.loadtest.sglang_recorder import GenerateRecorder
+from turnspec.engine.protocol import GenerateRequest, SamplingParams
+from turnspec.engine.sglang import sampling_params as engine_params
+from turnspec.loadtest.generate_client import GenerateClient, sampling_params
+from turnspec.tools_grammar.formats import get_format
+from turnspec.tools_grammar.parser import ToolCallStreamParser
+from turnspec.tools_grammar.schema import parse_tools
+
+TOOLS = parse_tools([{"type": "function", "name": "move_booking", "parameters": {
+    "type": "object", "properties": {"ref": {"type": "string"}}, "required": ["ref"]}}])
+CALL = get_format("hermes").render_call("move_booking", {"ref": "A17"})
+
+
+@pytest.fixture(scope="module")
+def recorder():
+    rec = GenerateRecorder().start()
+    yield rec
+    rec.stop()
+
+
+def _run(recorder, *, parser=None, cancel_after=None):
+    async def go():
+        client = GenerateClient(f"http://127.0.0.1:{recorder.port}/generate")
+        try:
+            return await client.generate([1, 2, 3], sampling_params(
+                max_tokens=8, temperature=0.0, structural_tag=None), parser=parser,
+                cancel_after_chunks=cancel_after)
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_tool_call_streams_as_turnspec_reports_it(recorder, incremental):
+    cut = [0, 6, 30, 55, len(CALL)]  # four chunks: the tag cut, arguments over two
+    recorder.pieces = [(10 + i, CALL[a:b])
+                       for i, (a, b) in enumerate(zip(cut, cut[1:], strict=False))]
+    recorder.incremental, recorder.finish, recorder.error = incremental, "stop", None
+    rec = _run(recorder, parser=ToolCallStreamParser("hermes", TOOLS))
+    assert rec.ok and rec.finish_reason == "stop" and rec.text == ""
+    assert [(c["name"], c["arguments"]) for c in rec.tool_calls] == [
+        ("move_booking", '{"ref":"A17"}')]
+    assert rec.tool_call_ms is not None and 1 <= len(rec.chunk_ms) <= 4  # argument chunks
+    assert rec.usage == {"prompt_tokens": 3, "completion_tokens": 4, "cached_tokens": 0}
+    assert recorder.bodies[-1]["input_ids"] == [1, 2, 3] and recorder.bodies[-1]["stream"]
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_plain_text_chunks_without_a_parser(recorder, incremental):
+    recorder.pieces = [(4, " Sure"), (7, ","), (9, " one moment.")]
+    recorder.incremental, recorder.finish, recorder.error = incremental, "length", None
+    rec = _run(recorder)
+    assert rec.ok and rec.text == " Sure, one moment." and len(rec.chunk_ms) == 3
+    assert rec.finish_reason == "length" and rec.output_tokens == 3 and rec.ttft_ms is not None
+
+
+def test_error_line_and_barge_in(recorder):
+    recorder.error = "grammar compile failed"
+    rec = _run(recorder)
+    assert not rec.ok and rec.error == {"message": "grammar compile failed"}
+    recorder.error, recorder.incremental = None, True
+    rec = _run(recorder, cancel_after=1)
+    assert rec.ok and rec.finish_reason == "cancelled" and rec.cancel_ms is not None
+
+
+def test_sampling_params_are_turnspec_sglang_engines():
+    for temperature, tag in ((0.0, None), (0.7, '{"type": "structural_tag"}')):
+        request = GenerateRequest("r", [1], SamplingParams(temperature=temperature,
+                                                           max_tokens=96))
+        if tag is not None:
+            request.grammar = type("Tag", (), {"structural_tag": tag})()
+        assert sampling_params(max_tokens=96, temperature=temperature,
+                               structural_tag=tag) == engine_params(request)

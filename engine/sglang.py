@@ -29,7 +29,7 @@ import importlib.util
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,8 @@ from turnspec.engine.protocol import (
     Timing,
 )
 from turnspec.engine.sglang_meta import final_delta
+from turnspec.engine.sglang_plugin.arm import arm
+from turnspec.engine.sglang_plugin.config import PluginConfig
 from turnspec.engine.sglang_watch import SGLangWatch
 
 if TYPE_CHECKING:
@@ -69,6 +71,8 @@ class SGLangConfig:
     dtype: str = "bfloat16"
     extra: tuple[tuple[str, object], ...] = ()
     stats_interval_s: float = 0.1
+    # turnspec's speculator inside SGLang's DFLASH worker (engine/sglang_plugin/)
+    plugin: PluginConfig = field(default_factory=PluginConfig)
 
     def __post_init__(self) -> None:
         if not Path(self.model_dir).is_dir():
@@ -78,6 +82,9 @@ class SGLangConfig:
                              "drafter folder (config.json + model.safetensors)")
         if not 0.1 <= self.mem_fraction <= 0.95:
             raise ValueError(f"mem_fraction: expected 0.1..0.95, got {self.mem_fraction}")
+        if self.plugin.armed and self.speculator == "none":
+            raise ValueError(f"--sglang-spec {self.plugin.mode}: turnspec's speculator rides on "
+                             "SGLang's DFLASH; expected --speculator default or PATH")
         if self.spec_block_size is not None and self.spec_block_size < 2:
             raise ValueError(f"spec_block_size: expected >= 2, got {self.spec_block_size}")
         if not 0 < self.stats_interval_s <= 10:
@@ -169,6 +176,7 @@ class SGLangEngine:
             import sglang
 
             launch = sglang.Engine
+            arm(self.cfg.plugin)  # SGLang's processes inherit the environment it sets
         self._watch.take_sigquit()
         self._engine = await asyncio.to_thread(launch, **self.cfg.engine_kwargs())
         # SGLang binds its response loop (and, in the main thread, its own SIGTERM and SIGQUIT

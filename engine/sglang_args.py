@@ -8,9 +8,10 @@ import argparse
 import json
 
 from turnspec.engine.sglang import SGLangConfig
+from turnspec.engine.sglang_plugin.config import MODES, PluginConfig
 
 # the flags add_sglang_args defines (argparse dests): the ones a command rejects for another engine
-SGLANG_FLAGS = ("sglang_mem_fraction", "sglang_attention_backend", "sglang_arg")
+SGLANG_FLAGS = ("sglang_mem_fraction", "sglang_attention_backend", "sglang_arg", "sglang_spec")
 # the local engine's flags SGLang reads too (sglang_config_from_args)
 SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size")
 
@@ -25,6 +26,11 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sglang-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="one more sglang.Engine keyword (VALUE read as JSON when it parses, "
                         "else as a string); repeatable")
+    g.add_argument("--sglang-spec", choices=MODES, default="off",
+                   help="turnspec's speculator inside SGLang's DFLASH worker (the plugin, "
+                        "engine/sglang_plugin/): lookup = each greedy row verifies the block "
+                        "turnspec's planner picks, the drafter's or its prompt-lookup "
+                        "continuation; off = stock DFLASH (default: %(default)s)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -52,7 +58,8 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
     return SGLangConfig(
         model_dir=resolve_model_dir(args.model), speculator=spec,
         spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
-        attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg))
+        attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg),
+        plugin=PluginConfig(mode=args.sglang_spec))
 
 
 def other_engine_flags(args: argparse.Namespace, command: str,

@@ -52,20 +52,31 @@ def propose_drafts(logits: Tensor, widths: list[int], *, min_confidence: float =
     speculating) -> their blocks. `probabilities`: with each draft's probability and the
     expected accepted drafts (the lookup rule and a confidence cut need them); `guesses` = k:
     also the next k guesses at every position (implies probabilities). One host copy."""
-    b, w = logits.shape[0], logits.shape[1]
-    if len(widths) != b or any(not 0 <= n <= w for n in widths):
-        raise ValueError(f"propose_drafts: widths {widths} for logits of {b} rows and {w} "
-                         "positions; expected one width 0..W per row")
+    _check_widths(logits, widths)
     argmax = logits.argmax(dim=-1)                                       # [b, W]
-    dev = logits.device
-    limit = torch.tensor(widths, device=dev)
-    slots = torch.arange(w, device=dev).unsqueeze(0)
-    parts, probs, g_tok, g_p = [argmax], None, None, None
+    probs, g_tok, g_p = None, None, None
     if guesses:
         probs, g_tok, g_p = next_guesses(logits, guesses)
     elif probabilities or min_confidence > 0:
         top = logits.gather(-1, argmax.unsqueeze(-1)).squeeze(-1).float()
         probs = (top - torch.logsumexp(logits.float(), dim=-1)).exp()
+    return blocks_from(argmax, widths, probs, g_tok, g_p, min_confidence=min_confidence)
+
+
+def blocks_from(argmax: Tensor, widths: list[int], probs: Tensor | None = None,
+                guesses: Tensor | None = None, guess_probs: Tensor | None = None, *,
+                min_confidence: float = 0.0) -> DrafterBlocks:
+    """The drafter's proposal from what an engine computed of its logits: the greedy drafts
+    `argmax` [b, W], and optionally each draft's probability `probs` [b, W] and the next guesses
+    [b, W, k] with theirs (an engine whose drafter head keeps only its top-k, e.g. inside a
+    CUDA graph, calls this directly). One host copy."""
+    b, w = argmax.shape
+    dev = argmax.device
+    limit = torch.tensor(widths, device=dev)
+    slots = torch.arange(w, device=dev).unsqueeze(0)
+    if probs is None and min_confidence > 0:
+        raise ValueError("blocks_from: a confidence cut needs the drafts' probabilities")
+    parts = [argmax]
     expected = torch.zeros(b, device=dev)
     if probs is not None:
         reach = probs.cumprod(dim=-1) * (slots < limit.unsqueeze(1))     # P(draft d is accepted)
@@ -74,14 +85,21 @@ def propose_drafts(logits: Tensor, widths: list[int], *, min_confidence: float =
             limit = torch.minimum(limit, (reach >= min_confidence).sum(dim=-1))
         parts.append(probs)
     parts += [limit.unsqueeze(1), expected.unsqueeze(1)]
-    if g_tok is not None:
-        parts += [g_tok.flatten(1), g_p.flatten(1)]
+    if guesses is not None:
+        parts += [guesses.flatten(1), guess_probs.flatten(1)]
     host = torch.cat([p.to(torch.float64) for p in parts], dim=1).tolist()  # the host sync
-    return _unpack(host, w, probs is not None, g_tok.shape[-1] if g_tok is not None else 0)
+    return _unpack(host, w, probs is not None, guesses.shape[-1] if guesses is not None else 0)
+
+
+def _check_widths(logits: Tensor, widths: list[int]) -> None:
+    b, w = logits.shape[0], logits.shape[1]
+    if len(widths) != b or any(not 0 <= n <= w for n in widths):
+        raise ValueError(f"propose_drafts: widths {widths} for logits of {b} rows and {w} "
+                         "positions; expected one width 0..W per row")
 
 
 def _unpack(host: list[list[float]], w: int, with_probs: bool, k: int) -> DrafterBlocks:
-    """`propose_drafts`' packed rows -> DrafterBlocks."""
+    """`blocks_from`'s packed rows -> DrafterBlocks."""
     out = DrafterBlocks([], [], [])
     for row in host:
         am = [int(t) for t in row[:w]]

@@ -1,0 +1,83 @@
+"""The SGLang this plugin was written against, checked before any hook is registered: the
+version, and the parameters of every function the plugin hooks or calls. Anything else is
+refused at start with what differs, never run half-hooked (a hook on a renamed method would
+silently not apply, and a changed verify step could make a swapped block lossy)."""
+
+from __future__ import annotations
+
+import inspect
+from importlib import import_module
+
+SGLANG_VERSION = "0.5.17"
+DFLASH = "sglang.srt.speculative.dflash_worker_v2"
+WORKER = f"{DFLASH}.DFlashWorkerV2"
+SAMPLER = f"{DFLASH}._DflashDraftSampler"
+VERIFY_INPUT = "sglang.srt.speculative.dflash_info.DFlashVerifyInput"
+SCHEDULER = "sglang.srt.managers.scheduler.Scheduler"
+
+# dotted target -> (positional parameters, keyword-only parameters) as in SGLANG_VERSION
+PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    f"{WORKER}.__init__": (("self", "server_args", "gpu_id", "ps", "nccl_port", "target_worker"), ()),
+    f"{WORKER}.forward_batch_generation": (("self", "batch", "on_publish", "grammar_barrier"), ()),
+    f"{WORKER}._greedy_sample_from_vocab_parallel_head": (
+        ("self",), ("hidden_states", "lm_head", "chunk_size")),
+    f"{WORKER}.note_request_finished": (("self",), ("rid", "natural_stop")),
+    f"{SAMPLER}.__init__": (("self",), ("weight", "block_size", "num_org", "org_vocab_start",
+                                        "max_bs", "tp_group")),
+    f"{SAMPLER}.__call__": (("self", "hidden_states", "input_ids"), ()),
+    f"{VERIFY_INPUT}.prepare_for_verify": (("self", "batch", "target_worker"), ()),
+    f"{SCHEDULER}.get_internal_state": (("self", "recv_req"), ()),
+}
+# fields of the verify input the plugin reads or writes
+VERIFY_FIELDS = ("draft_token", "positions", "draft_token_num", "custom_mask")
+
+
+def resolve(dotted: str):
+    """The object at a dotted path "pkg.mod.Class.attr" (the module imported)."""
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ImportError(f"{dotted}: no importable module in the path")
+
+
+def parameters(fn) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(positional, keyword-only) parameter names of `fn`."""
+    params = inspect.signature(fn).parameters.values()
+    pos = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    kw = tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+    return pos, kw
+
+
+def failures(version: str | None = None) -> list[str]:
+    """What differs from the SGLang the plugin was written against ([] when nothing does)."""
+    import dataclasses
+
+    if version is None:
+        import sglang
+
+        version = sglang.__version__
+    if version != SGLANG_VERSION:
+        return [f"sglang {version} is installed; expected {SGLANG_VERSION}"]
+    out = []
+    for target, want in PINNED.items():
+        try:
+            got = parameters(resolve(target))
+        except (ImportError, AttributeError) as e:
+            out.append(f"{target}: not found ({e})")
+            continue
+        if got != want:
+            out.append(f"{target}: parameters {got}, expected {want}")
+    try:
+        fields = {f.name for f in dataclasses.fields(resolve(VERIFY_INPUT))}
+        missing = [f for f in VERIFY_FIELDS if f not in fields]
+        if missing:
+            out.append(f"{VERIFY_INPUT}: no field {missing}")
+    except (ImportError, AttributeError, TypeError) as e:
+        out.append(f"{VERIFY_INPUT}: not a dataclass ({e})")
+    return out

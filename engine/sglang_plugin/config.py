@@ -1,0 +1,57 @@
+"""What the plugin does inside SGLang, parsed once from the environment its scheduler processes
+inherit (SGLang passes a plugin no arguments, and its spawned schedulers see only the
+environment of the process that started them).
+
+    TURNSPEC_SGLANG_SPEC      off (default) | lookup: speculation mode
+    TURNSPEC_SPEC_LOOKUP_BELOW  the lookup rule's threshold (SpecOptions.lookup_below)
+
+`turnspec serve --engine sglang` sets these from its own flags (engine/sglang_args.py); a user of
+SGLang's own server exports them before `python -m sglang.launch_server`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from turnspec.engine.spec.options import SpecOptions
+
+MODES = ("off", "lookup")
+ENV_MODE = "TURNSPEC_SGLANG_SPEC"
+ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
+
+
+@dataclass(slots=True, frozen=True)
+class PluginConfig:
+    """`mode` "lookup": each greedy row verifies the speculation core's chosen block (the
+    drafter's, or its prompt-lookup continuation) in place of the drafter's block."""
+    mode: str = "off"
+    lookup_below: float = SpecOptions().lookup_below
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"{ENV_MODE}={self.mode!r}: expected one of {MODES}")
+        SpecOptions(lookup_below=self.lookup_below)  # validates
+
+    @property
+    def armed(self) -> bool:
+        return self.mode != "off"
+
+    def options(self) -> SpecOptions:
+        """The speculation core's options: whole blocks (SGLang verifies its block's full
+        width), the lookup rule, one block a row."""
+        return SpecOptions(min_confidence=0.0, lookup=True, lookup_below=self.lookup_below,
+                           branches=1)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PluginConfig:
+        below = env.get(ENV_LOOKUP_BELOW)
+        try:
+            lookup_below = float(below) if below else SpecOptions().lookup_below
+        except ValueError:
+            raise ValueError(f"{ENV_LOOKUP_BELOW}={below!r}: expected a number") from None
+        return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below)
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that arms the plugin in SGLang's processes with this config."""
+        return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below)}

@@ -1,0 +1,147 @@
+"""The hooks the plugin puts on SGLang's DFLASH worker (through sglang.srt.plugins' hook
+registry), in the order a decode step meets them:
+
+    DFlashWorkerV2.forward_batch_generation  AROUND: the step's context; afterwards what it
+                                             committed, for the next step's history
+    _DflashDraftSampler                      REPLACE: the drafter's head inside the draft CUDA
+                                             graph also keeps its top tokens' log-probabilities
+    DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
+    DFlashVerifyInput.prepare_for_verify     BEFORE: the speculation core picks each row's
+                                             block (lookup_swap.py)
+    DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve
+    Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
+                                             server info (`internal_states[i]["turnspec"]`)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from turnspec.engine.sglang_plugin.checks import SAMPLER, SCHEDULER, VERIFY_INPUT, WORKER
+from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks
+from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
+
+TOP_K = 1  # top tokens kept per draft position: the lookup rule reads the drafter's own's
+
+
+def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
+    """A hooked call's argument, however the caller passed it."""
+    return args[index] if len(args) > index else kwargs[name]
+
+
+def around_forward(original, *args, **kwargs):
+    """Run the step with its context set; keep what it committed (overlap scheduling)."""
+    worker, batch = args[0], arg(args, kwargs, 1, "batch")
+    STATE.step = StepContext(worker, batch)
+    try:
+        result = original(*args, **kwargs)
+    finally:
+        STATE.step = None
+    if STATE.overlap and result is not None and batch.reqs:
+        counts = result.accept_lens
+        stride = int(result.speculative_num_draft_tokens or 1) if counts is not None else 1
+        STATE.pending = Pending([r.rid for r in batch.reqs], result.next_token_ids.clone(),
+                                counts.clone() if counts is not None else None, stride)
+    return result
+
+
+def before_prepare_for_verify(verify, *args, **kwargs):
+    """Once per decode step, before the target verify is loaded: swap in the chosen blocks."""
+    step = STATE.step
+    if step is not None and not step.planned:
+        step.planned = True
+        STATE.stats["steps"] += 1
+        swap_blocks(step, verify)
+    return None
+
+
+def top_of(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits [n, V] -> the k most likely tokens [n, k] and their log-probabilities (fp32)."""
+    top = logits.float().log_softmax(dim=-1).topk(k, dim=-1)
+    return top.indices, top.values
+
+
+def around_eager_head(original, worker, *, hidden_states, lm_head, chunk_size=256):
+    """The drafter's eager head: SGLang's tokens, and the top-k of the same logits."""
+    tokens = original(worker, hidden_states=hidden_states, lm_head=lm_head, chunk_size=chunk_size)
+    if STATE.step is not None and hidden_states.numel():
+        w = lm_head.weight
+        logits = torch.matmul(hidden_states.to(w.dtype), w.T)
+        STATE.step.eager_top = top_of(logits, TOP_K)
+    return tokens
+
+
+def sampler_class(base: type) -> type:
+    """The draft CUDA graph's head (`base`: SGLang's `_DflashDraftSampler`) keeping, beside its
+    argmax, each position's top tokens and log-probabilities in static buffers the graph
+    writes at every replay. One tensor-parallel rank only (refused otherwise)."""
+
+    class TurnspecDraftSampler(base):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            n = int(kwargs["max_bs"]) * (self.block_size - 1)
+            dev = self.weight.device
+            self.top_ids = torch.zeros((n, TOP_K), dtype=torch.int64, device=dev)
+            self.top_lp = torch.zeros((n, TOP_K), dtype=torch.float32, device=dev)
+
+        def __call__(self, hidden_states, input_ids=None):
+            bs = hidden_states.shape[0] // self.block_size
+            hs = hidden_states.view(bs, self.block_size, -1)[:, 1:, :].reshape(
+                -1, hidden_states.shape[-1]).to(self.weight.dtype)
+            n = hs.shape[0]
+            logits = torch.matmul(hs, self.weight[: self.num_org].T)
+            self.out[:n].copy_(torch.argmax(logits, dim=-1) + self.org_vocab_start)
+            ids, lp = top_of(logits, TOP_K)
+            self.top_ids[:n].copy_(ids + self.org_vocab_start)
+            self.top_lp[:n].copy_(lp)
+
+    return TurnspecDraftSampler
+
+
+def refusal(message: str):
+    """An AROUND hook on the worker's constructor that refuses to start with `message`."""
+    def refuse(original, *args, **kwargs):
+        raise RuntimeError(f"turnspec sglang plugin: {message}")
+    return refuse
+
+
+def guard_worker(original, *args, **kwargs):
+    """Refuse what the plugin cannot serve before the worker builds anything; note whether
+    the scheduler overlaps steps (then a step's commits reach its requests one step late)."""
+    server_args = arg(args, kwargs, 1, "server_args")
+    bad = []
+    if getattr(server_args, "tp_size", 1) != 1:
+        bad.append(f"tp_size={server_args.tp_size} (the drafter's top-k is kept on one rank)")
+    if getattr(server_args, "speculative_draft_window_size", None) is not None:
+        bad.append("speculative_draft_window_size is set (a compact draft cache)")
+    if bad:
+        raise RuntimeError("turnspec sglang plugin: " + "; ".join(bad) + "; expected one GPU "
+                           "and the full draft cache (or TURNSPEC_SGLANG_SPEC=off)")
+    out = original(*args, **kwargs)
+    STATE.overlap = not getattr(server_args, "disable_overlap_schedule", False)
+    return out
+
+
+def after_internal_state(result, *args, **kwargs):
+    """SGLang's internal state (its /server_info, Engine.get_server_info) with our counters."""
+    state = getattr(result, "internal_state", None)
+    if isinstance(state, dict):
+        state["turnspec"] = STATE.report()
+    return result
+
+
+def install(registry: Any, hook_type: Any) -> None:
+    """Register every hook (applied by SGLang right after its plugins ran)."""
+    import importlib
+
+    base = importlib.import_module(SAMPLER.rsplit(".", 1)[0])._DflashDraftSampler
+    registry.register(SAMPLER, sampler_class(base), hook_type.REPLACE)
+    registry.register(f"{WORKER}.__init__", guard_worker, hook_type.AROUND)
+    registry.register(f"{WORKER}.forward_batch_generation", around_forward, hook_type.AROUND)
+    registry.register(f"{WORKER}._greedy_sample_from_vocab_parallel_head", around_eager_head,
+                      hook_type.AROUND)
+    registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
+                      hook_type.BEFORE)
+    registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)

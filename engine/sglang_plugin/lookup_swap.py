@@ -1,0 +1,82 @@
+"""Step A of turnspec's speculator inside SGLang: each greedy row verifies the speculation
+core's chosen block in place of the drafter's, in DFLASH's own linear verify (same width, so
+its CUDA graphs stay as captured).
+
+Called just before the target verify is prepared, after the drafter ran: the drafter's block,
+its probabilities and each row's committed tokens go to the planner (engine/spec/planner.py,
+the rule the embedded engine and the τ replay use), and where it picks the prompt-lookup
+continuation, the row's block is overwritten in place. DFLASH's accept reads the same buffer
+as its candidates, so what is verified is what is accepted from: lossless for any block.
+
+Rows left alone: sampled rows (one block each, and DFLASH's sampled accept stays as stock),
+rows under a grammar (their vocabulary masks were built from the drafter's block before this
+point) and rows with penalties (applied from the block's prefix).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from turnspec.engine.sglang_plugin.state import STATE, StepContext
+from turnspec.engine.spec.planner import RowInput, plan_step
+from turnspec.engine.spec.proposers.drafter import blocks_from
+
+
+def swappable(req: Any) -> bool:
+    """A greedy row with no grammar and no penalties."""
+    sp = req.sampling_params
+    greedy = sp.top_k <= 1 or sp.temperature == 0
+    return greedy and req.grammar is None and sp.frequency_penalty == 0 \
+        and sp.presence_penalty == 0 and sp.repetition_penalty == 1
+
+
+def committed(req: Any, pending: list[int] | None, anchor: int) -> list[int] | None:
+    """The row's tokens so far, ending with the block's anchor (the last committed token): the
+    scheduler's record, plus `pending` (the last step's commits) where the record does not
+    hold them yet; None when neither ends with the anchor."""
+    tokens = list(req.origin_input_ids)
+    tokens.extend(req.output_ids)
+    if pending and tokens[-len(pending):] != pending:
+        tokens += pending
+    return tokens if tokens and tokens[-1] == anchor else None
+
+
+def drafter_top(step: StepContext, bs: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The drafter's top tokens and log-probabilities [bs, width, k+1] this step: from its
+    eager head, else from the sampler's buffers the draft CUDA graph wrote."""
+    if step.eager_top is not None:
+        ids, lp = step.eager_top
+    else:
+        sampler = step.worker._draft_sampler
+        ids, lp = sampler.top_ids[: bs * width], sampler.top_lp[: bs * width]
+    return ids.view(bs, width, -1), lp.view(bs, width, -1)
+
+
+def swap_blocks(step: StepContext, verify: Any) -> None:
+    """Overwrite the blocks of rows whose chosen block is not the drafter's (module doc)."""
+    reqs = step.batch.reqs
+    bs, width = len(reqs), int(verify.draft_token_num) - 1
+    ok = [swappable(r) for r in reqs]
+    if width < 1 or not any(ok):
+        return
+    blocks = verify.draft_token.view(bs, width + 1)
+    _, lp = drafter_top(step, bs, width)
+    drafted = blocks_from(blocks[:, 1:], [width] * bs, lp[..., 0].float().exp())  # host sync
+    anchors = blocks[:, 0].tolist()
+    pending = STATE.take_pending()
+    rows = []
+    for i, req in enumerate(reqs):
+        tokens = committed(req, pending.get(req.rid), anchors[i]) if ok[i] else None
+        STATE.stats["history_misses"] += ok[i] and tokens is None
+        rows.append(RowInput(tokens or [anchors[i]], width if tokens else 0, True))
+    plan = plan_step(rows, drafted, STATE.options, STATE.lookup)
+    changed = [i for i in range(bs) if plan.blocks[i] != drafted.drafts[i]]
+    STATE.stats["rows_planned"] += sum(1 for r in rows if r.width)
+    STATE.stats["rows_swapped"] += len(changed)
+    if changed:  # a shorter continuation keeps the drafter's tokens after it (any token is lossless)
+        new = [[t if t >= 0 else d for t, d in zip(plan.blocks[i], drafted.argmax[i], strict=True)]
+               for i in changed]
+        idx = torch.tensor(changed, device=blocks.device)
+        blocks[idx, 1:] = torch.tensor(new, dtype=blocks.dtype).to(blocks.device)

@@ -1,0 +1,67 @@
+"""The plugin's state in one SGLang scheduler process (one DFLASH worker per process): its
+config, the decode step in flight, the tokens the last step committed that the scheduler has
+not yet added to its requests (overlap scheduling), and counters."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.spec.options import SpecOptions
+from turnspec.engine.spec.proposers.lookup import PromptLookup
+
+
+@dataclass(slots=True)
+class StepContext:
+    """One DFLASH decode step of `worker` over `batch`, while the worker runs it."""
+    worker: Any
+    batch: Any
+    # the drafter's top tokens and log-probabilities [bs*(B-1), k+1] when its head ran eagerly
+    # this step (the CUDA-graph path leaves them in the sampler's buffers instead)
+    eager_top: tuple[Any, Any] | None = None
+    planned: bool = False
+
+
+@dataclass(slots=True)
+class Pending:
+    """What the last step committed, on the device: row i's tokens are
+    tokens[i * stride : i * stride + counts[i]] (counts None: one token a row)."""
+    rids: list[str]
+    tokens: Any
+    counts: Any | None
+    stride: int
+
+    def by_rid(self) -> dict[str, list[int]]:
+        """rid -> committed tokens (a host sync)."""
+        toks = self.tokens.tolist()
+        counts = self.counts.tolist() if self.counts is not None else [1] * len(self.rids)
+        return {rid: toks[i * self.stride : i * self.stride + int(counts[i])]
+                for i, rid in enumerate(self.rids)}
+
+
+@dataclass(slots=True)
+class PluginState:
+    config: PluginConfig = field(default_factory=PluginConfig)
+    options: SpecOptions = field(default_factory=SpecOptions)
+    lookup: PromptLookup = field(default_factory=PromptLookup)
+    step: StepContext | None = None
+    pending: Pending | None = None
+    overlap: bool = False
+    stats: Counter = field(default_factory=Counter)
+
+    def configure(self, config: PluginConfig) -> None:
+        self.config, self.options = config, config.options()
+
+    def take_pending(self) -> dict[str, list[int]]:
+        """The last step's commits not yet in the scheduler's requests (only under overlap
+        scheduling, where the scheduler adds a step's tokens after launching the next)."""
+        pending, self.pending = self.pending, None
+        return pending.by_rid() if pending is not None and self.overlap else {}
+
+    def report(self) -> dict[str, Any]:
+        return {"mode": self.config.mode, **dict(self.stats)}
+
+
+STATE = PluginState()

@@ -1,0 +1,120 @@
+"""turnspec's speculator inside SGLang, checked on the GPU: the independent set's turns through
+`sglang.Engine` with no speculation, stock DFLASH, and DFLASH with the plugin armed, greedy.
+
+usage (on the device, after `sglang.sh unpack`; one mode a process, as SGLang starts one engine
+a process cleanly):
+    python3 scripts/gpu/plugin_check.py run none|stock|lookup OUT.json [--n 64] [--max-new 160]
+    python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json
+
+`run` writes each turn's output ids, verify steps and committed tokens, the wall time, and the
+plugin's counters from SGLang's own server info. `compare` prints τ per split (tokens per
+verify step, SGLang's `spec_verify_ct`), output tok/s over the batch, and how many turns each
+speculative mode answers exactly as no speculation does (bf16: a verify of 16 tokens and a
+one-token decode may round differently at near-ties, for stock DFLASH as for the plugin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EVALSET = ROOT / "docs/gpu-runs/2026-12-04-copy-rule/evalset-samples.jsonl.gz"
+SPLITS = ("independent-voice", "independent-generic")
+CHUNK = 32  # prompts a generate call (cuda_graph_max_bs_decode below)
+
+
+def turns(n: int) -> list[tuple[str, str, list[int]]]:
+    """(split, id, prompt ids) of `n` turns a split, spread as `speculator eval` spreads them."""
+    from turnspec.speculator.data import read_samples
+    from turnspec.speculator.train_io import eval_splits
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "evalset.jsonl"
+        plain.write_bytes(gzip.decompress(EVALSET.read_bytes()))
+        splits = eval_splits(read_samples(plain), n)
+    return [(name, s.id, list(s.input_ids[: s.prompt_len])) for name in SPLITS for s in splits[name]]
+
+
+def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str) -> None:
+    import sglang
+
+    from turnspec.engine.sglang_plugin.arm import arm
+    from turnspec.engine.sglang_plugin.config import PluginConfig
+
+    arm(PluginConfig(mode="lookup" if mode == "lookup" else "off"))
+    kw = {"model_path": model, "dtype": "bfloat16", "attention_backend": "triton",
+          "sampling_backend": "pytorch", "mem_fraction_static": 0.7, "log_level": "error",
+          "cuda_graph_max_bs_decode": 32}
+    if mode != "none":
+        kw |= {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": drafter}
+    todo = turns(n)
+    engine = sglang.Engine(**kw)
+    params = {"temperature": 0, "max_new_tokens": max_new}
+    engine.generate(input_ids=[todo[0][2]], sampling_params=params)  # warm
+    got, wall = [], 0.0
+    for i in range(0, len(todo), CHUNK):  # batches the CUDA graphs cover
+        t0 = time.perf_counter()
+        got += engine.generate(input_ids=[p for _, _, p in todo[i : i + CHUNK]],
+                               sampling_params=params)
+        wall += time.perf_counter() - t0
+    info = engine.get_server_info()
+    engine.shutdown()
+    rows = [{"split": split, "id": sid, "output_ids": g.get("output_ids"),
+             "verify_steps": int(g["meta_info"].get("spec_verify_ct") or 0),
+             "tokens": int(g["meta_info"]["completion_tokens"])}
+            for (split, sid, _), g in zip(todo, got, strict=True)]
+    states = info.get("internal_states") or [{}]
+    out.write_text(json.dumps({"mode": mode, "wall_s": wall, "max_new": max_new, "rows": rows,
+                               "plugin": states[0].get("turnspec"),
+                               "avg_spec_accept_length": states[0].get("avg_spec_accept_length")},
+                              indent=1) + "\n")
+    print(f"{mode}: {len(rows)} turns in {wall:.1f} s; plugin {states[0].get('turnspec')}")
+
+
+def compare(folder: Path) -> None:
+    runs = {m: json.loads((folder / f"{m}.json").read_text()) for m in ("none", "stock", "lookup")
+            if (folder / f"{m}.json").exists()}
+    ref = {r["id"]: r["output_ids"] for r in runs.get("none", {"rows": []})["rows"]}
+    print(f"{'mode':8} {'split':22} {'tau':>6} {'tok/s':>8} {'same as none':>13}")
+    for mode, doc in runs.items():
+        tok_s = sum(r["tokens"] for r in doc["rows"]) / doc["wall_s"]
+        for split in SPLITS:
+            rows = [r for r in doc["rows"] if r["split"] == split]
+            steps = sum(r["verify_steps"] for r in rows)
+            tau = sum(r["tokens"] for r in rows) / steps if steps else float("nan")
+            same = sum(ref.get(r["id"]) == r["output_ids"] for r in rows)
+            print(f"{mode:8} {split:22} {tau:6.2f} {tok_s:8.0f} {same:>6}/{len(rows)}")
+        if doc.get("plugin"):
+            print(f"{'':8} plugin: {doc['plugin']}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("mode", choices=("none", "stock", "lookup"))
+    r.add_argument("out", type=Path)
+    r.add_argument("--n", type=int, default=64)
+    r.add_argument("--max-new", type=int, default=160)
+    r.add_argument("--model", default=os.environ.get("MODEL", ""))
+    r.add_argument("--drafter", default="/tmp/sgcarry/drafter")
+    c = sub.add_parser("compare")
+    c.add_argument("folder", type=Path)
+    args = p.parse_args()
+    if args.cmd == "compare":
+        compare(args.folder)
+        return
+    from turnspec.engine.local.args import resolve_model_dir
+
+    run(args.mode, args.out, args.n, args.max_new, args.model or resolve_model_dir(None),
+        args.drafter)
+
+
+if __name__ == "__main__":
+    main()

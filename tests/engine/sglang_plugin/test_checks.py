@@ -1,0 +1,26 @@
+"""The SGLang the plugin was written against: another version, or a hooked function with other
+parameters, is named in the refusal."""
+
+from __future__ import annotations
+
+from turnspec.engine.sglang_plugin import checks
+
+
+def test_another_version_is_refused_first() -> None:
+    assert checks.failures(version="0.5.18") == [
+        "sglang 0.5.18 is installed; expected 0.5.17"]
+
+
+def test_parameters_reads_positional_and_keyword_only_names() -> None:
+    def f(self, batch, on_publish=None, *, rid, natural_stop=False):
+        pass
+
+    assert checks.parameters(f) == (("self", "batch", "on_publish"), ("rid", "natural_stop"))
+
+
+def test_a_missing_target_is_reported_not_raised(monkeypatch) -> None:
+    """Without sglang (this CPU machine) every pinned target is reported as not found."""
+    out = checks.failures(version=checks.SGLANG_VERSION)
+    assert len(out) == len(checks.PINNED) + 1
+    assert all("not found" in line or "not a dataclass" in line for line in out)
+    assert checks.resolve("turnspec.engine.sglang_plugin.checks.PINNED") is checks.PINNED

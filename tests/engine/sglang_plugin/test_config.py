@@ -1,0 +1,50 @@
+"""The plugin's config from the environment SGLang's processes inherit, and arming it from the
+process that starts SGLang."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnspec.engine.protocol import EngineError
+from turnspec.engine.sglang_plugin import register
+from turnspec.engine.sglang_plugin.arm import arm
+from turnspec.engine.sglang_plugin.config import ENV_MODE, PluginConfig
+
+
+def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
+    assert not PluginConfig.from_env({}).armed
+    cfg = PluginConfig(mode="lookup", lookup_below=3.0)
+    back = PluginConfig.from_env(cfg.to_env())
+    assert back == cfg and back.armed
+    opts = back.options()
+    assert opts.branches == 1 and opts.lookup and opts.min_confidence == 0 and opts.lookup_below == 3.0
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({ENV_MODE: "tree"}, "TURNSPEC_SGLANG_SPEC='tree': expected one of"),
+    ({ENV_MODE: "lookup", "TURNSPEC_SPEC_LOOKUP_BELOW": "x"}, "expected a number"),
+    ({ENV_MODE: "lookup", "TURNSPEC_SPEC_LOOKUP_BELOW": "-1"}, "lookup_below: expected >= 0"),
+])
+def test_a_bad_environment_is_refused(env: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        PluginConfig.from_env(env)
+
+
+def test_unarmed_register_does_nothing(monkeypatch) -> None:
+    """SGLang calls the entry point in every process; unarmed it must not even import sglang
+    (which this CPU machine does not have)."""
+    monkeypatch.delenv(ENV_MODE, raising=False)
+    register()
+
+
+def test_arming_exports_the_config_and_checks_the_entry_point() -> None:
+    """This checkout is installed (`make setup`: pip install -e .), so its entry point is where
+    SGLang looks; SGLANG_PLUGINS must not filter it out."""
+    env: dict[str, str] = {}
+    arm(PluginConfig(mode="lookup"), env, check_sglang=False)
+    assert PluginConfig.from_env(env).mode == "lookup"
+    off: dict[str, str] = {ENV_MODE: "lookup"}
+    arm(PluginConfig(), off, check_sglang=False)
+    assert off[ENV_MODE] == "off"   # the command line wins over a stale environment
+    with pytest.raises(EngineError, match="SGLANG_PLUGINS='other' leaves out 'turnspec'"):
+        arm(PluginConfig(mode="lookup"), {"SGLANG_PLUGINS": "other"}, check_sglang=False)

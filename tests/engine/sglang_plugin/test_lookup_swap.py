@@ -1,0 +1,77 @@
+"""Step A inside SGLang, on the CPU: the speculation core's chosen block overwrites a greedy
+row's block in the verify input DFLASH accepts from; sampled rows, rows under a grammar and rows
+whose history does not end at the block's anchor keep the drafter's block.
+
+SGLang's scheduler objects cannot run here (no GPU, no sglang): the batch and requests below
+are plain namespaces holding exactly the fields the plugin reads of SGLang 0.5.17's ScheduleBatch
+and Req; the GPU test (tests/engine/test_sglang_plugin_cuda.py) runs the real ones."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from types import SimpleNamespace
+
+import torch
+
+from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.sglang_plugin.lookup_swap import committed, swap_blocks, swappable
+from turnspec.engine.sglang_plugin.state import STATE, StepContext
+
+B = 5  # block: the anchor and 4 drafts
+
+
+def req(rid: str, origin: list[int], output: list[int], *, greedy: bool = True,
+        grammar: object = None) -> SimpleNamespace:
+    sp = SimpleNamespace(top_k=1 if greedy else 50, temperature=0.0 if greedy else 0.7,
+                         frequency_penalty=0.0, presence_penalty=0.0, repetition_penalty=1.0)
+    return SimpleNamespace(rid=rid, origin_input_ids=origin, output_ids=array("q", output),
+                           sampling_params=sp, grammar=grammar)
+
+
+def step_for(reqs: list[SimpleNamespace], anchors: list[int], p_draft: float):
+    """A decode step whose drafter proposed 1 1 1 1 after each anchor with probability
+    `p_draft` at every position, as the draft CUDA graph leaves it in the sampler's buffers."""
+    n = len(reqs) * (B - 1)
+    sampler = SimpleNamespace(top_ids=torch.ones((n, 1), dtype=torch.int64),
+                              top_lp=torch.full((n, 1), math.log(p_draft)))
+    worker = SimpleNamespace(_draft_sampler=sampler)
+    blocks = torch.ones((len(reqs), B), dtype=torch.int64)
+    blocks[:, 0] = torch.tensor(anchors)
+    verify = SimpleNamespace(draft_token=blocks.reshape(-1), draft_token_num=B)
+    return StepContext(worker, SimpleNamespace(reqs=reqs)), verify, blocks
+
+
+def test_greedy_rows_take_the_lookup_where_the_drafter_expects_little() -> None:
+    STATE.configure(PluginConfig(mode="lookup"))
+    STATE.stats.clear()
+    history = [5, 6, 7, 8, 9, 5, 6, 7]  # "5 6 7" again: the lookup continues 8 9 5 6
+    reqs = [req("a", history, []), req("b", history, [], grammar=object()),
+            req("c", history, [], greedy=False), req("d", history[:-1], [3])]
+    step, verify, blocks = step_for(reqs, [7, 7, 7, 7], p_draft=0.1)
+    swap_blocks(step, verify)
+    assert blocks.tolist() == [[7, 8, 9, 5, 6], [7, 1, 1, 1, 1], [7, 1, 1, 1, 1], [7, 1, 1, 1, 1]]
+    assert verify.draft_token.view(4, B).data_ptr() == blocks.data_ptr()  # in place
+    assert STATE.stats["rows_swapped"] == 1 and STATE.stats["history_misses"] == 1
+    assert STATE.stats["rows_planned"] == 1
+
+
+def test_a_confident_drafter_keeps_its_block_and_short_copies_keep_its_tail() -> None:
+    STATE.configure(PluginConfig(mode="lookup"))
+    history = [5, 6, 7, 8, 5, 6, 7]
+    step, verify, blocks = step_for([req("a", history, [])], [7], p_draft=0.99)
+    swap_blocks(step, verify)
+    assert blocks.tolist() == [[7, 1, 1, 1, 1]]          # expects ~3.9 drafts: no swap
+    STATE.configure(PluginConfig(mode="lookup", lookup_below=10.0))
+    swap_blocks(step, verify)
+    # the continuation "8 5 6 7" fits; a shorter one would keep the drafter's tail
+    assert blocks.tolist() == [[7, 8, 5, 6, 7]]
+
+
+def test_history_from_the_record_or_with_the_last_steps_commits() -> None:
+    r = req("a", [1, 2], [3, 4])
+    assert committed(r, None, 4) == [1, 2, 3, 4]
+    assert committed(r, [5, 6], 6) == [1, 2, 3, 4, 5, 6]   # overlap: the record lags a step
+    assert committed(r, [3, 4], 4) == [1, 2, 3, 4]         # the record already has them
+    assert committed(r, [5, 6], 9) is None                 # neither ends at the anchor
+    assert swappable(r) and not swappable(req("b", [1], [], greedy=False))

@@ -18,9 +18,9 @@ import json
 import pytest
 
 from tests.loadtest.sglang_recorder import GenerateRecorder
-from turnspec.engine.fake import FakeFixedRateEngine
 from turnspec.cli.main import main
 from turnspec.engine.chat import ChatTemplate
+from turnspec.engine.fake import FakeFixedRateEngine
 from turnspec.engine.sglang import sampling_params
 from turnspec.server.config import ServerConfig
 from turnspec.server.testing import ThreadedServer

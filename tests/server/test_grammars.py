@@ -181,8 +181,8 @@ def test_load_tool_sets_reads_and_checks_each_line(tmp_path) -> None:
 def tag_srv(smollm2_dir, preload_file):
     """A server whose engine takes the structural tag and compiles it itself, as SGLang does
     (here the deliberately fake engine, set so): it keeps what the server hands it."""
-    from turnspec.engine.fake import FakeFixedRateEngine
     from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.fake import FakeFixedRateEngine
 
     engine = FakeFixedRateEngine(ChatTemplate.from_model_dir(smollm2_dir), first_token_ms=1.0,
                                  interval_ms=1.0, tokens_per_request=2)

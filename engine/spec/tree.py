@@ -1,0 +1,94 @@
+"""A row's planned blocks as one token tree, for an engine that verifies a tree in one pass under
+a tree mask (SGLang) rather than one row per block (the embedded engine's shadow rows).
+
+The blocks of a row (planner.py: its chosen block first, then its extra blocks by rank) all start
+after the same anchor, so they merge into a trie rooted at the anchor: a token shared by two
+blocks at the same place is one node, verified once. Nodes are numbered in insertion order, so a
+parent always comes before its children (the order a causal tree mask needs), node 0 is the
+anchor, and a block that no longer fits the node budget is cut where the budget ends.
+
+Verifying the tree: node i attends to its ancestors and itself (`ancestor_mask`), at position
+anchor + depth(i); the target's choice after each node decides the accepted path, walked from
+the anchor through the child whose token the target chose (`accepted_path`). That path is the
+longest prefix any of the merged blocks shares with the target: what the shadow rows commit
+when no block was cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(slots=True, frozen=True)
+class TokenTree:
+    tokens: tuple[int, ...]   # node i's token; node 0 is the anchor
+    parents: tuple[int, ...]  # node i's parent; -1 for the anchor
+    depths: tuple[int, ...]   # node i's distance from the anchor
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def build_tree(anchor: int, blocks: Sequence[Sequence[int]], nodes: int) -> TokenTree:
+    """The trie of `blocks` (drafts after `anchor`, each ended by its first -1) in their order,
+    at most `nodes` nodes with the anchor."""
+    if nodes < 1:
+        raise ValueError(f"build_tree: nodes={nodes}, expected at least 1 (the anchor)")
+    tokens, parents, depths = [anchor], [-1], [0]
+    child: dict[tuple[int, int], int] = {}
+    for block in blocks:
+        at = 0
+        for t in block:
+            if t < 0:
+                break
+            nxt = child.get((at, t))
+            if nxt is None:
+                if len(tokens) == nodes:
+                    break
+                nxt = len(tokens)
+                tokens.append(t)
+                parents.append(at)
+                depths.append(depths[at] + 1)
+                child[(at, t)] = nxt
+            at = nxt
+    return TokenTree(tuple(tokens), tuple(parents), tuple(depths))
+
+
+def padded(tree: TokenTree, nodes: int, filler: int) -> TokenTree:
+    """`tree` with `nodes` nodes exactly (a verify of fixed width): the missing ones are extra
+    children of the anchor carrying `filler`, placed last. A real one-token branch each: if the
+    target chose `filler` there, accepting it is still the target's own choice."""
+    if len(tree) > nodes:
+        raise ValueError(f"padded: a tree of {len(tree)} nodes does not fit {nodes}")
+    extra = nodes - len(tree)
+    return TokenTree(tree.tokens + (filler,) * extra, tree.parents + (0,) * extra,
+                     tree.depths + (1,) * extra)
+
+
+def ancestor_mask(tree: TokenTree) -> list[list[bool]]:
+    """mask[i][j]: node j is node i or one of its ancestors (what node i attends to)."""
+    n = len(tree)
+    mask = [[False] * n for _ in range(n)]
+    for i in range(n):
+        j = i
+        while j >= 0:
+            mask[i][j] = True
+            j = tree.parents[j]
+    return mask
+
+
+def accepted_path(tree: TokenTree, target: Sequence[int]) -> list[int]:
+    """The nodes the target accepts, from the anchor: `target[i]` is its choice after node i; at
+    each node the walk moves to the child holding that choice (the first such, if repeated). The
+    committed tokens are the path's tokens after the anchor, then target[path[-1]]."""
+    kids: dict[int, list[int]] = {}
+    for i, p in enumerate(tree.parents):
+        if p >= 0:
+            kids.setdefault(p, []).append(i)
+    path = [0]
+    while True:
+        nxt = next((c for c in kids.get(path[-1], ()) if tree.tokens[c] == target[path[-1]]), None)
+        if nxt is None:
+            return path
+        path.append(nxt)

@@ -1,0 +1,104 @@
+"""Tree attention mask in the flattened layout SGLang's triton attention backend reads for a
+verify with a custom mask (its `custom_mask` + `mask_indptr`; engine/spec/tree.py builds the
+trees).
+
+  ancestors : [b, N, N] uint8/bool, ancestors[r, q, k] = node k is node q or one of its
+              ancestors in row r's tree (nodes in topological order, node 0 the anchor)
+  seq_lens  : [b] int64, row r's committed prefix L_r (the tokens before the tree)
+  out       : [>= sum_r N * (L_r + N)] uint8; row r owns the row-major [N, L_r + N] block from
+              offset sum_{j<r} N * (L_j + N): its prefix columns [0, L_r) are 1 (every node sees
+              the whole committed prefix), then the N x N ancestor cells.
+
+One program per (row, node) writes that node's mask row; the prefix is most of the bytes at
+long contexts (N * L_r), so the kernel is a strided fill, memory-bound.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _check(ancestors: torch.Tensor, seq_lens: torch.Tensor) -> None:
+    if ancestors.dim() != 3 or ancestors.shape[1] != ancestors.shape[2]:
+        raise ValueError(f"ancestors: expected [b, N, N], got {tuple(ancestors.shape)}")
+    if ancestors.dtype not in (torch.uint8, torch.bool):
+        raise ValueError(f"ancestors: expected uint8 or bool, got {ancestors.dtype}")
+    if seq_lens.shape != (ancestors.shape[0],) or seq_lens.dtype != torch.int64:
+        raise ValueError(f"seq_lens: expected int64 [{ancestors.shape[0]}], got "
+                         f"{seq_lens.dtype} {tuple(seq_lens.shape)}")
+    if seq_lens.device != ancestors.device:
+        raise ValueError(f"ancestors/seq_lens: expected one device, got {ancestors.device} "
+                         f"and {seq_lens.device}")
+
+
+def mask_offsets(seq_lens: torch.Tensor, nodes: int) -> torch.Tensor:
+    """Each row's first cell in the flattened mask [b] int64 (SGLang's `mask_indptr`)."""
+    sizes = nodes * (seq_lens + nodes)
+    return torch.cumsum(sizes, 0) - sizes
+
+
+def mask_size(seq_lens: torch.Tensor, nodes: int) -> int:
+    """Cells the flattened mask of these rows needs (a host sync if seq_lens is on a GPU)."""
+    return int((nodes * (seq_lens + nodes)).sum())
+
+
+def reference_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
+    """Torch reference: each row's [N, L + N] block, concatenated."""
+    _check(ancestors, seq_lens)
+    n = ancestors.shape[1]
+    parts = []
+    for r, length in enumerate(seq_lens.tolist()):
+        block = torch.ones((n, length + n), dtype=torch.uint8, device=ancestors.device)
+        block[:, length:] = ancestors[r].to(torch.uint8)
+        parts.append(block.flatten())
+    return torch.cat(parts) if parts else torch.empty(0, dtype=torch.uint8)
+
+
+@triton.jit
+def _tree_mask_kernel(anc_ptr, lens_ptr, offs_ptr, out_ptr, sa_b, sa_q, sa_k,
+                      N: tl.constexpr, BLOCK: tl.constexpr):
+    """One program per (row, node): the node's mask row, BLOCK cells at a time."""
+    r = tl.program_id(0)
+    q = tl.program_id(1)
+    length = tl.load(lens_ptr + r)
+    width = length + N
+    base = tl.load(offs_ptr + r) + q * width
+    cols = tl.arange(0, BLOCK)
+    for start in range(0, width, BLOCK):
+        c = start + cols
+        k = c - length
+        tree = (k >= 0) & (k < N)
+        anc = tl.load(anc_ptr + r * sa_b + q * sa_q + k * sa_k, mask=tree, other=1)
+        tl.store(out_ptr + base + c, tl.where(tree, anc, 1).to(tl.uint8), mask=c < width)
+
+
+def triton_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor,
+                     out: torch.Tensor | None = None) -> torch.Tensor:
+    """The Triton path (CUDA, or CPU under TRITON_INTERPRET=1), into `out` if given (SGLang's
+    static mask buffer under CUDA graphs; at least `mask_size` cells)."""
+    _check(ancestors, seq_lens)
+    b, n = ancestors.shape[0], ancestors.shape[1]
+    need = mask_size(seq_lens, n)
+    if out is None:
+        out = torch.empty(need, dtype=torch.uint8, device=ancestors.device)
+    elif out.dtype != torch.uint8 or out.dim() != 1 or out.numel() < need:
+        raise ValueError(f"out: expected uint8 [>= {need}], got {out.dtype} {tuple(out.shape)}")
+    anc = ancestors.to(torch.uint8)
+    if b:
+        _tree_mask_kernel[(b, n)](anc, seq_lens, mask_offsets(seq_lens, n), out, *anc.stride(),
+                                  N=n, BLOCK=max(16, min(1024, triton.next_power_of_2(n))))
+    return out
+
+
+def tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+    """The flattened mask; Triton on CUDA, the torch reference elsewhere."""
+    if ancestors.is_cuda:
+        return triton_tree_mask(ancestors, seq_lens, out)
+    mask = reference_tree_mask(ancestors, seq_lens)
+    if out is None:
+        return mask
+    out[: mask.numel()] = mask
+    return out

@@ -1,0 +1,55 @@
+"""A row's blocks as one token tree: the trie merges shared prefixes within the node budget, the
+mask lets each node see its ancestors only, and the accepted path is the longest prefix any
+merged block shares with the target (what the embedded engine's shadow rows commit)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from turnspec.engine.spec.tree import accepted_path, ancestor_mask, build_tree, padded
+
+
+def test_shared_prefixes_are_one_node_and_the_budget_cuts_the_last_blocks() -> None:
+    blocks = [[5, 6, 7, -1], [5, 6, 9, 9], [8, -1, -1, -1], [5, 6, 7, 1]]
+    t = build_tree(4, blocks, 16)
+    assert t.tokens == (4, 5, 6, 7, 9, 9, 8, 1)
+    assert t.parents == (-1, 0, 1, 2, 2, 4, 0, 3)
+    assert t.depths == (0, 1, 2, 3, 3, 4, 1, 4)
+    cut = build_tree(4, blocks, 5)
+    assert cut.tokens == (4, 5, 6, 7, 9)           # the second block cut after its first new node
+    assert build_tree(4, [], 3).tokens == (4,)
+    with pytest.raises(ValueError, match="expected at least 1"):
+        build_tree(4, blocks, 0)
+
+
+def test_the_mask_is_each_nodes_ancestors_and_itself() -> None:
+    t = build_tree(4, [[5, 6], [5, 7], [8]], 8)    # 0 -> 1 -> {2, 3}; 0 -> 4
+    m = ancestor_mask(t)
+    assert [[int(x) for x in row] for row in m] == [
+        [1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 0, 1, 0], [1, 0, 0, 0, 1]]
+    p = padded(t, 7, filler=0)
+    assert len(p) == 7 and p.parents[5:] == (0, 0) and p.depths[5:] == (1, 1)
+    assert ancestor_mask(p)[6] == [True] + [False] * 5 + [True]
+    with pytest.raises(ValueError, match="does not fit"):
+        padded(t, 3, 0)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_path_is_the_longest_block_prefix_the_target_shares(seed: int) -> None:
+    """Random blocks over a 3-token vocabulary (so they share prefixes) and a random target per
+    node: with the budget large enough for every block, the accepted path's length is the best
+    block's accepted drafts, as the shadow rows would commit it."""
+    rng = random.Random(seed)
+    blocks = [[rng.randrange(3) for _ in range(6)] for _ in range(rng.randint(1, 8))]
+    t = build_tree(9, blocks, 1 + 6 * len(blocks))
+    truth = [rng.randrange(3) for _ in range(7)]   # the target's greedy continuation
+    # the target's choice after a node depends on the path to it; on its greedy continuation
+    # the choice after depth d is truth[d] wherever the path so far is truth's prefix
+    target = [truth[d] for d in t.depths]
+    path = accepted_path(t, target)
+    best = max(next((k for k, (b, x) in enumerate(zip(blk, truth, strict=False)) if b != x),
+                    len(blk)) for blk in blocks)
+    assert len(path) - 1 == best
+    assert [t.tokens[i] for i in path[1:]] == truth[:best]

@@ -1,0 +1,65 @@
+"""Tree attention mask: the reference against the layout written out by hand, the Triton kernel
+(interpreted on CPU) against the reference on fresh random trees and odd prefix lengths, into a
+poisoned output buffer so that every cell must have been written."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from turnspec.engine.spec.tree import ancestor_mask, build_tree
+from turnspec.kernels.tree_mask import (
+    mask_offsets,
+    mask_size,
+    reference_tree_mask,
+    tree_mask,
+    triton_tree_mask,
+)
+
+
+def random_ancestors(seed: int, rows: int, nodes: int) -> torch.Tensor:
+    """Each row's tree from random blocks over a small vocabulary, padded to `nodes` by hand."""
+    rng = random.Random(seed)
+    out = torch.zeros((rows, nodes, nodes), dtype=torch.bool)
+    for r in range(rows):
+        blocks = [[rng.randrange(3) for _ in range(rng.randint(1, nodes))] for _ in range(4)]
+        m = ancestor_mask(build_tree(7, blocks, nodes))
+        out[r, : len(m), : len(m)] = torch.tensor(m)
+        for i in range(len(m), nodes):  # padding nodes: children of the anchor
+            out[r, i, 0] = out[r, i, i] = True
+    return out
+
+
+def test_reference_layout_by_hand() -> None:
+    anc = torch.tensor([[[1, 0], [1, 1]], [[1, 0], [0, 1]]], dtype=torch.bool)
+    lens = torch.tensor([1, 0])
+    got = reference_tree_mask(anc, lens).tolist()
+    assert got == [1, 1, 0,  1, 1, 1,   1, 0,  0, 1]
+    assert mask_offsets(lens, 2).tolist() == [0, 6] and mask_size(lens, 2) == 10
+
+
+@pytest.mark.parametrize(("rows", "nodes", "seed"), [(1, 1, 0), (3, 5, 1), (4, 16, 2),
+                                                     (2, 33, 3), (5, 7, 4)])
+def test_triton_equals_the_reference(rows: int, nodes: int, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    lens = torch.randint(0, 300, (rows,), generator=g)
+    lens[0] = 0 if rows > 1 else lens[0]  # an empty prefix too
+    anc = random_ancestors(seed, rows, nodes)
+    want = reference_tree_mask(anc, lens)
+    out = torch.full((want.numel() + 5,), 7, dtype=torch.uint8)   # poisoned, with a tail
+    got = triton_tree_mask(anc, lens, out)
+    assert torch.equal(got[: want.numel()], want)
+    assert got[want.numel():].tolist() == [7] * 5                   # nothing written past the end
+    assert torch.equal(tree_mask(anc, lens), want)                  # CPU dispatch: the reference
+
+
+def test_bad_inputs_are_named() -> None:
+    anc = torch.ones((2, 3, 3), dtype=torch.bool)
+    with pytest.raises(ValueError, match=r"ancestors: expected \[b, N, N\]"):
+        tree_mask(torch.ones((2, 3, 4), dtype=torch.bool), torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(ValueError, match="seq_lens: expected int64"):
+        tree_mask(anc, torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="out: expected uint8"):
+        triton_tree_mask(anc, torch.zeros(2, dtype=torch.int64), torch.zeros(3, dtype=torch.uint8))

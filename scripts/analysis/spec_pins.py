@@ -2,7 +2,7 @@
 verify step committed, for a matrix of speculation settings, recorded once and checked later.
 
 usage: python scripts/analysis/spec_pins.py record OUT.json.gz [--group ci|full]
-       python scripts/analysis/spec_pins.py check PINS.json.gz [--group ci|full] [--config NAME]
+       python scripts/analysis/spec_pins.py check PINS.json.gz [--config NAME] [--speculator DIR]
 
 Why: a refactor of the spec path (proposers, planner, verify) must change nothing a request
 sees, not even which step committed which token. The turns are real: the held-out turns
@@ -94,7 +94,7 @@ def fp32_drafter() -> Iterator[None]:
 
 
 def serve(model_dir: str, name: str, prompts: list[tuple[str, list[int]]],
-          max_tokens: int) -> dict[str, dict[str, list[int]]]:
+          max_tokens: int, speculator: str = "default") -> dict[str, dict[str, list[int]]]:
     """One configuration's answers: sample id -> {"tokens", "steps"} (tokens each verify step
     committed)."""
     from turnspec.engine.local.config import LocalEngineConfig
@@ -102,7 +102,7 @@ def serve(model_dir: str, name: str, prompts: list[tuple[str, list[int]]],
     from turnspec.engine.protocol import GenerateRequest, SamplingParams
 
     branches, lookup, store = CONFIGS[name]
-    cfg = LocalEngineConfig(model_dir=model_dir, speculator="default", spec_policy="always",
+    cfg = LocalEngineConfig(model_dir=model_dir, speculator=speculator, spec_policy="always",
                             spec_lookup=lookup, spec_branches=branches, cpu_gemm="torch",
                             max_batch=16, spec_datastore=str(STORE) if store else None)
     with fp32_drafter():
@@ -121,7 +121,8 @@ def serve(model_dir: str, name: str, prompts: list[tuple[str, list[int]]],
     return out
 
 
-def run_group(group: str, configs: tuple[str, ...] | None = None) -> dict:
+def run_group(group: str, configs: tuple[str, ...] | None = None,
+              speculator: str = "default") -> dict:
     """{"group", "max_tokens", "turns": {id: tokens}, "steps": {config: {id: steps}}}; every
     configuration must give the same tokens (greedy speculation is lossless)."""
     from turnspec.engine.local.args import resolve_model_dir
@@ -132,7 +133,7 @@ def run_group(group: str, configs: tuple[str, ...] | None = None) -> dict:
     tokens: dict[str, list[int]] = {}
     steps: dict[str, dict[str, list[int]]] = {}
     for name in configs or g.configs:
-        got = serve(model_dir, name, prompts, g.max_tokens)
+        got = serve(model_dir, name, prompts, g.max_tokens, speculator)
         for sid, r in got.items():
             if tokens.setdefault(sid, r["tokens"]) != r["tokens"]:
                 raise RuntimeError(f"{name} {sid}: other tokens than an earlier configuration's")
@@ -161,14 +162,18 @@ def main() -> None:
     p.add_argument("pins", type=Path)
     p.add_argument("--group", choices=tuple(GROUPS), default="full")
     p.add_argument("--config", action="append", default=None, help="check only these")
+    p.add_argument("--speculator", default="default",
+                   help="the drafter folder (default: the committed one; a copy of it where the "
+                        "tree's must leave, as for a GPU carry)")
     args = p.parse_args()
     if args.cmd == "record":
-        doc = run_group(args.group)
+        doc = run_group(args.group, speculator=args.speculator)
         args.pins.write_bytes(gzip.compress(json.dumps(doc).encode()))
         print(f"wrote {args.pins}")
         return
     pinned = json.loads(gzip.decompress(args.pins.read_bytes()))
-    diff = differences(pinned, run_group(pinned["group"], tuple(args.config or ()) or None))
+    diff = differences(pinned, run_group(pinned["group"], tuple(args.config or ()) or None,
+                                         args.speculator))
     print("\n".join(diff) if diff else "identical to the pins")
     sys.exit(1 if diff else 0)
 

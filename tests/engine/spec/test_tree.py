@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from turnspec.engine.spec.tree import accepted_path, ancestor_mask, build_tree, padded
+from turnspec.engine.spec.tree import accepted_path, ancestor_mask, build_tree, linearized, padded
 
 
 def test_shared_prefixes_are_one_node_and_the_budget_cuts_the_last_blocks() -> None:
@@ -53,3 +53,32 @@ def test_the_path_is_the_longest_block_prefix_the_target_shares(seed: int) -> No
                     len(blk)) for blk in blocks)
     assert len(path) - 1 == best
     assert [t.tokens[i] for i in path[1:]] == truth[:best]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_linearized_is_the_block_a_linear_accept_takes_the_path_from(seed: int) -> None:
+    """Per-node outputs reordered by `order` put the path first; a linear accept over `block`
+    against the reordered targets accepts exactly the path and takes the same bonus."""
+    import torch
+
+    from turnspec.kernels.dflash_accept import reference_dflash_accept
+    from turnspec.kernels.tree_accept import reference_tree_accept
+
+    rng = random.Random(seed)
+    rows, n = 5, 12
+    trees = [padded(build_tree(9, [[rng.randrange(3) for _ in range(6)] for _ in range(4)], n),
+                    n, 2) for _ in range(rows)]
+    tokens = torch.tensor([t.tokens for t in trees])
+    parents = torch.tensor([t.parents for t in trees])
+    truth = [[rng.randrange(3) for _ in range(n + 1)] for _ in range(rows)]
+    target = torch.tensor([[truth[r][d] for d in t.depths] for r, t in enumerate(trees)])
+    path, length = reference_tree_accept(tokens, parents, target)
+    order, block = linearized(path, length, tokens, target, vocab=3)
+    assert sorted(order[0].tolist()) == list(range(n))                  # a permutation
+    for r in range(rows):
+        a = int(length[r])
+        assert order[r, : a + 1].tolist() == path[r, : a + 1].tolist()
+    lin_target = target.gather(1, order)                                # the reordered outputs
+    accept, bonus = reference_dflash_accept(block[:, 1:], lin_target)
+    assert accept.tolist() == length.tolist()
+    assert bonus.tolist() == target.gather(1, path.gather(1, length[:, None])).squeeze(1).tolist()

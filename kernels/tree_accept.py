@@ -1,0 +1,97 @@
+"""Greedy accept over token trees (engine/spec/tree.py `accepted_path`, on the device): from each
+row's anchor, move to the child holding the target's choice after the current node, until no
+child does.
+
+  tokens  : [b, N] int64, node i's token (node 0 the anchor)
+  parents : [b, N] int64, node i's parent (-1 for the anchor; parents come before children)
+  target  : [b, N] int64, the target's choice after node i (its argmax there)
+  path    : [b, N] int64, the accepted nodes from the anchor, then -1
+  length  : [b] int64, accepted drafts (the path's nodes after the anchor)
+
+The row commits tokens[path[1..length]] and then target[path[length]] (the bonus). Siblings are
+scanned in node order, so a repeated sibling token resolves to the first, as the host walk does.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _check(tokens: torch.Tensor, parents: torch.Tensor, target: torch.Tensor) -> None:
+    if tokens.dim() != 2 or parents.shape != tokens.shape or target.shape != tokens.shape:
+        raise ValueError(f"tokens/parents/target: expected one [b, N] shape, got "
+                         f"{tuple(tokens.shape)}, {tuple(parents.shape)}, {tuple(target.shape)}")
+    if not all(t.dtype == torch.int64 for t in (tokens, parents, target)):
+        raise ValueError(f"tokens/parents/target: expected int64, got {tokens.dtype}, "
+                         f"{parents.dtype}, {target.dtype}")
+    if not tokens.device == parents.device == target.device:
+        raise ValueError("tokens/parents/target: expected one device")
+
+
+def reference_tree_accept(tokens: torch.Tensor, parents: torch.Tensor,
+                          target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Torch reference: the walk row by row on the host."""
+    _check(tokens, parents, target)
+    b, n = tokens.shape
+    path = torch.full((b, n), -1, dtype=torch.int64)
+    length = torch.zeros(b, dtype=torch.int64)
+    toks, pars, tgt = tokens.tolist(), parents.tolist(), target.tolist()
+    for r in range(b):
+        at, walked = 0, [0]
+        while True:
+            nxt = next((c for c in range(1, n) if pars[r][c] == at and toks[r][c] == tgt[r][at]),
+                       None)
+            if nxt is None:
+                break
+            walked.append(nxt)
+            at = nxt
+        path[r, : len(walked)] = torch.tensor(walked)
+        length[r] = len(walked) - 1
+    return path.to(tokens.device), length.to(tokens.device)
+
+
+@triton.jit
+def _tree_accept_kernel(tok_ptr, par_ptr, tgt_ptr, path_ptr, len_ptr,
+                        N: tl.constexpr, BLOCK: tl.constexpr):
+    """One program per row: the tree fits one block of lanes; each step finds the first child
+    of the current node holding the target's choice there."""
+    row = tl.program_id(0)
+    idx = tl.arange(0, BLOCK)
+    live = idx < N
+    toks = tl.load(tok_ptr + row * N + idx, mask=live, other=-1)
+    pars = tl.load(par_ptr + row * N + idx, mask=live, other=-2)
+    tl.store(path_ptr + row * N + idx, tl.where(idx == 0, 0, -1).to(tl.int64), mask=live)
+    at = 0
+    depth = 0
+    for _ in range(N - 1):
+        want = tl.load(tgt_ptr + row * N + tl.maximum(at, 0))
+        hit = live & (idx > 0) & (pars == at) & (toks == want)
+        nxt = tl.min(tl.where(hit, idx, BLOCK), axis=0)
+        found = nxt < BLOCK
+        depth = tl.where(found, depth + 1, depth)
+        tl.store(path_ptr + row * N + depth, nxt.to(tl.int64), mask=found)
+        at = tl.where(found, nxt, -3)  # once lost, no node has parent -3: the walk stays stopped
+    tl.store(len_ptr + row, depth.to(tl.int64))
+
+
+def triton_tree_accept(tokens: torch.Tensor, parents: torch.Tensor,
+                       target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Triton path (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    _check(tokens, parents, target)
+    b, n = tokens.shape
+    path = torch.empty((b, n), dtype=torch.int64, device=tokens.device)
+    length = torch.empty(b, dtype=torch.int64, device=tokens.device)
+    if b and n:
+        _tree_accept_kernel[(b,)](tokens.contiguous(), parents.contiguous(), target.contiguous(),
+                                  path, length, N=n, BLOCK=max(16, triton.next_power_of_2(n)))
+    return path, length
+
+
+def tree_accept(tokens: torch.Tensor, parents: torch.Tensor,
+                target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(path [b, N], length [b]); Triton on CUDA, the torch reference elsewhere."""
+    if tokens.is_cuda:
+        return triton_tree_accept(tokens, parents, target)
+    return reference_tree_accept(tokens, parents, target)

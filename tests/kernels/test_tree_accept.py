@@ -1,0 +1,50 @@
+"""Greedy accept over token trees: the reference against the host walk of engine/spec/tree.py,
+the Triton kernel (interpreted on CPU) against the reference, on fresh random trees over small
+vocabularies (so siblings share tokens and paths run deep) and targets that follow a path."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from turnspec.engine.spec.tree import accepted_path, build_tree, padded
+from turnspec.kernels.tree_accept import reference_tree_accept, tree_accept, triton_tree_accept
+
+
+def random_rows(seed: int, rows: int, nodes: int) -> tuple[list, torch.Tensor, torch.Tensor, torch.Tensor]:
+    rng = random.Random(seed)
+    trees, target = [], []
+    for _ in range(rows):
+        blocks = [[rng.randrange(3) for _ in range(rng.randint(1, 8))] for _ in range(5)]
+        t = padded(build_tree(9, blocks, nodes), nodes, filler=rng.randrange(3))
+        trees.append(t)
+        truth = [rng.randrange(3) for _ in range(nodes + 1)]
+        # mostly the greedy continuation by depth (deep paths), sometimes noise
+        target.append([truth[d] if rng.random() < 0.9 else rng.randrange(3) for d in t.depths])
+    tokens = torch.tensor([t.tokens for t in trees])
+    parents = torch.tensor([t.parents for t in trees])
+    return trees, tokens, parents, torch.tensor(target)
+
+
+@pytest.mark.parametrize(("rows", "nodes", "seed"), [(1, 1, 0), (4, 16, 1), (3, 33, 2), (6, 7, 3)])
+def test_reference_and_triton_walk_as_the_host_does(rows: int, nodes: int, seed: int) -> None:
+    trees, tokens, parents, target = random_rows(seed, rows, nodes)
+    path, length = reference_tree_accept(tokens, parents, target)
+    for r, t in enumerate(trees):
+        want = accepted_path(t, target[r].tolist())
+        assert path[r, : len(want)].tolist() == want and int(length[r]) == len(want) - 1
+        assert (path[r, len(want):] == -1).all()
+    got_path, got_len = triton_tree_accept(tokens, parents, target)
+    assert torch.equal(got_path, path) and torch.equal(got_len, length)
+    assert torch.equal(tree_accept(tokens, parents, target)[0], path)   # CPU: the reference
+    assert max(length.tolist()) >= 1 or nodes == 1
+
+
+def test_shapes_and_dtypes_are_checked() -> None:
+    t = torch.zeros((2, 4), dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"expected one \[b, N\] shape"):
+        tree_accept(t, t[:, :3], t)
+    with pytest.raises(ValueError, match="expected int64"):
+        tree_accept(t, t, t.to(torch.int32))

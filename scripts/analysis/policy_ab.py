@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from turnspec.benchmarks.spec import ConfigTotals, decode_one
+from turnspec.benchmarks.spec_runs import ConfigTotals, decode_one
 from turnspec.engine.local.args import resolve_model_dir
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.core import EngineCore

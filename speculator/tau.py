@@ -9,11 +9,9 @@ the actual next tokens; the bonus token is the actual token after the accepted p
 tau = generated tokens / steps here equals the online greedy acceptance length (z-lab
 `acceptance_lengths`, bonus included), up to floating-point ties.
 
-With `lookup`, each step verifies what the engine would: the speculation core's planner
-(engine/spec/planner.py) picks the drafter's block or the prompt-lookup continuation and, with
-`branches` > 1, the other candidate blocks (the engine's `--spec-branches`), and the block
-accepted furthest is committed (tau_lookup.py `PlannedPick`, full blocks verified as on CUDA):
-the τ of the drafter as the engine serves it.
+With `lookup`, each step verifies what the engine's planner (engine/spec/planner.py) picks: the
+drafter's block or the lookup continuation and, with `branches` > 1, the other candidates, the
+block accepted furthest committed (tau_lookup.py `PlannedPick`): τ as the engine serves it.
 """
 
 from __future__ import annotations

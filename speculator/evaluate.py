@@ -88,37 +88,16 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
     the engine's multi-branch verify serves it, split "NAME+lookup+3br" (for 3), or
     "NAME+lookup+3br+planned" with `plan` "planned" (`--spec-branch-plan`), and "+ds" with a
     `datastore` (`--spec-datastore`: the last branch drafts from the target's earlier answers)."""
-    from turnspec.engine.local.config import MAX_SPEC_BRANCHES
     from turnspec.engine.spec.proposers.datastore import TokenDatastore, read_answers
-    from turnspec.engine.spec.swaps import BRANCH_PLANS
-    from turnspec.speculator.data import read_samples
     from turnspec.speculator.tau import evaluate_tau_runs
-    from turnspec.speculator.train_io import RunLog, eval_splits
+    from turnspec.speculator.train_io import RunLog
 
-    if not 1 <= branches <= MAX_SPEC_BRANCHES:
-        raise ValueError(f"branches={branches}: expected 1..{MAX_SPEC_BRANCHES}, as the engine "
-                         "serves (--spec-branches)")
-    if plan not in BRANCH_PLANS:
-        raise ValueError(f"plan={plan!r}: expected one of {BRANCH_PLANS}")
-    if datastore is not None and branches < 2:
-        raise ValueError(f"datastore: its block rides as a verify branch; expected branches >= 2, "
-                         f"got {branches}")
-    if branches > 1 and not lookup:
-        raise ValueError(f"branches={branches}: expected lookup too (the engine's verify "
-                         "branches ride on its lookup rule)")
+    check_replay_settings(branches, plan, datastore is not None, lookup)
     if json_out is not None and len(json_out) != len(data):
         raise ValueError(f"json_out: expected one path per data set ({len(data)}), got "
                          f"{len(json_out)}")
-    sets = []  # every set's splits before any model loads: a set with nothing to score fails now
-    for path in data:
-        samples_in = read_samples(path)
-        splits = eval_splits(samples_in, samples, with_train=with_train)
-        if not splits:
-            found = Counter(f"{s.source}/{s.split}" for s in samples_in)
-            raise ValueError(f"{path}: no held-out turns to score (found {dict(found)}); expected "
-                             "held-out samples (datagen's held-out conversations, or "
-                             "--eval-set), or pass --with-train")
-        sets.append(splits)
+    # every set's splits before any model loads: a set with nothing to score fails now
+    sets = [scored_splits(path, samples, with_train) for path in data]
     store = None
     if datastore is not None:  # read once: for the store and for the check against the scored
         answers = list(read_answers(datastore))
@@ -153,6 +132,40 @@ def evaluate_sets(data: list[Path], *, drafter: str, model_dir: str,
                 "by_block": {str(o["block_size"]): o for o in outs}}
             json_out[i].write_text(json.dumps(doc, indent=2) + "\n")
         yield outs
+
+
+def check_replay_settings(branches: int, plan: str, datastore: bool, lookup: bool) -> None:
+    """The replay's branch settings, refused as the engine would refuse them."""
+    from turnspec.engine.spec.options import MAX_BRANCHES
+    from turnspec.engine.spec.swaps import BRANCH_PLANS
+
+    if not 1 <= branches <= MAX_BRANCHES:
+        raise ValueError(f"branches={branches}: expected 1..{MAX_BRANCHES}, as the engine "
+                         "serves (--spec-branches)")
+    if plan not in BRANCH_PLANS:
+        raise ValueError(f"plan={plan!r}: expected one of {BRANCH_PLANS}")
+    if datastore and branches < 2:
+        raise ValueError(f"datastore: its block rides as a verify branch; expected branches >= 2, "
+                         f"got {branches}")
+    if branches > 1 and not lookup:
+        raise ValueError(f"branches={branches}: expected lookup too (the engine's verify "
+                         "branches ride on its lookup rule)")
+
+
+def scored_splits(path: Path, samples: int, with_train: bool) -> dict[str, list[Sample]]:
+    """The held-out splits of one samples file or folder (`eval_splits`); none is an error that
+    says what the file holds."""
+    from turnspec.speculator.data import read_samples
+    from turnspec.speculator.train_io import eval_splits
+
+    samples_in = read_samples(path)
+    splits = eval_splits(samples_in, samples, with_train=with_train)
+    if not splits:
+        found = Counter(f"{s.source}/{s.split}" for s in samples_in)
+        raise ValueError(f"{path}: no held-out turns to score (found {dict(found)}); expected "
+                         "held-out samples (datagen's held-out conversations, or "
+                         "--eval-set), or pass --with-train")
+    return splits
 
 
 def no_scored_answers_in(datastore: Path, answers: list[list[int]], scored: list[Sample]) -> None:

@@ -41,7 +41,8 @@ def turns(n: int) -> list[tuple[str, str, list[int]]]:
     return [(name, s.id, list(s.input_ids[: s.prompt_len])) for name in SPLITS for s in splits[name]]
 
 
-def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str) -> None:
+def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
+        mem: float = 0.7) -> None:
     import sglang
 
     from turnspec.engine.sglang_plugin.arm import arm
@@ -49,7 +50,7 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str) ->
 
     arm(PluginConfig(mode="lookup" if mode == "lookup" else "off"))
     kw = {"model_path": model, "dtype": "bfloat16", "attention_backend": "triton",
-          "sampling_backend": "pytorch", "mem_fraction_static": 0.7, "log_level": "error",
+          "sampling_backend": "pytorch", "mem_fraction_static": mem, "log_level": "error",
           "cuda_graph_max_bs_decode": 32}
     if mode != "none":
         kw |= {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": drafter}
@@ -104,6 +105,8 @@ def main() -> None:
     r.add_argument("--max-new", type=int, default=160)
     r.add_argument("--model", default=os.environ.get("MODEL", ""))
     r.add_argument("--drafter", default="/tmp/sgcarry/drafter")
+    r.add_argument("--mem", type=float, default=0.7,
+                   help="SGLang's mem_fraction_static (0.25 lets the three modes share one GPU)")
     c = sub.add_parser("compare")
     c.add_argument("folder", type=Path)
     args = p.parse_args()
@@ -113,7 +116,7 @@ def main() -> None:
     from turnspec.engine.local.args import resolve_model_dir
 
     run(args.mode, args.out, args.n, args.max_new, args.model or resolve_model_dir(None),
-        args.drafter)
+        args.drafter, args.mem)
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def shadow_blocks(options: SpecOptions, max_batch: int, kv_block: int, max_block
                   kv_blocks: int) -> tuple[int, int]:
     """(shadow rows, scratch KV blocks) for `options` at `max_batch` rows: the most extra rows
     a step may verify, each with room for a block of up to `max_block` tokens."""
-    rows = options.extra_row_budget(max_batch)
+    rows = options.most_extra_rows(max_batch)
     if not rows:
         return 0, 0
     scratch = rows * ShadowKV.blocks_per_row(kv_block, max_block)
@@ -137,9 +137,9 @@ def respecified(spec: Speculation, options: SpecOptions, mode: str, max_batch: i
     (`datastore` False: without the datastore branch): bench spec compares configurations on
     one engine. The scratch must hold the extra rows the options may verify at `max_batch`."""
     rows = spec.shadows.max_rows if spec.shadows is not None else 0
-    if options.extra_row_budget(max_batch) > rows:
+    if options.most_extra_rows(max_batch) > rows:
         raise ValueError(f"respecified: {options.branches} branches may verify "
-                         f"{options.extra_row_budget(max_batch)} extra rows a step; this "
+                         f"{options.most_extra_rows(max_batch)} extra rows a step; this "
                          f"engine's scratch holds {rows} (build it for the widest configuration)")
     return replace(spec, options=options, policy=SpecPolicy(mode=mode),
                    store=spec.store if datastore else None)

@@ -9,6 +9,8 @@ Read in this order:
     swaps.py    which of the drafter's drafts its extra branches swap (a best-first tree)
     planner.py  per row, the block it verifies and its extra branches, under the step's budget
                 of verify rows (options.py holds the settings and the budget rule)
+    width.py    the budget by measured cost: as many blocks a row as commit more tokens a
+                second on this device at this batch (a verify-cost curve against a τ curve)
     accept.py   which verified block each row commits: the one accepted furthest
 
 Verify and commit belong to the engine: the embedded engine verifies extra blocks as shadow

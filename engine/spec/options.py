@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from turnspec.engine.spec.swaps import BRANCH_PLANS
+from turnspec.engine.spec.width import WidthRule
 
 MAX_BRANCHES = 16  # verify branches a greedy row may have (the planner's swaps stay cheap: swaps.py)
 
@@ -28,6 +29,9 @@ class SpecOptions:
     # at most this many extra verify rows a step over the whole batch; None: every branch of
     # every greedy row (`extra_row_budget`)
     max_extra_rows: int | None = None
+    # None: every greedy row verifies all its branches (under max_extra_rows); a WidthRule:
+    # as many as pay on this device at this step's batch (width.py)
+    width: WidthRule | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_confidence < 1:
@@ -46,15 +50,28 @@ class SpecOptions:
                 or self.max_extra_rows < 1):
             raise ValueError(f"max_extra_rows: expected a positive integer or None, got "
                              f"{self.max_extra_rows!r}")
+        if self.width is not None and not isinstance(self.width, WidthRule):
+            raise ValueError(f"width: expected a WidthRule or None, got {self.width!r}")
 
     @property
     def extra(self) -> int:
         """Extra verify branches a greedy row may have."""
         return self.branches - 1
 
-    def extra_row_budget(self, greedy_rows: int) -> int:
-        """Extra verify rows a step of `greedy_rows` greedy speculating rows may add: every
-        branch of every such row, at most `max_extra_rows`. One stream gets its whole tree, a
-        full batch a few branches a row (the planner hands them out by rank)."""
-        rows = self.extra * greedy_rows
+    def extra_row_budget(self, greedy_rows: int, other_rows: int = 0, block: int = 1) -> int:
+        """Extra verify rows a step of `greedy_rows` greedy speculating rows (beside
+        `other_rows` verifying one block, blocks of `block` tokens) may add: every branch of
+        every such row, or with a width rule as many a row as pay (width.py); at most
+        `max_extra_rows`. The planner hands them out by rank, every row's first before any
+        row's second."""
+        per_row = self.extra
+        if self.width is not None:
+            per_row = self.width.branches(greedy_rows, other_rows, block, self.branches) - 1
+        rows = per_row * greedy_rows
+        return rows if self.max_extra_rows is None else min(rows, self.max_extra_rows)
+
+    def most_extra_rows(self, max_batch: int) -> int:
+        """The most extra rows any step of up to `max_batch` rows may verify (what scratch KV
+        for the extra rows must hold): every branch of every row, at most `max_extra_rows`."""
+        rows = self.extra * max_batch
         return rows if self.max_extra_rows is None else min(rows, self.max_extra_rows)

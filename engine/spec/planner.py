@@ -7,9 +7,10 @@ Per row, in this order:
 2. with verify branches (greedy rows only, `SpecOptions.branches` > 1), extra blocks by rank
    (`row_candidates`): the block the lookup rule passed over, then the drafter's block with
    drafts swapped for its next guesses (swaps.py), then the datastore's continuation last;
-3. the step's budget of extra rows (`SpecOptions.extra_row_budget`) is handed out by rank:
-   every row's first extra block before any row's second, so one stream verifies its whole
-   tree and a full batch a few blocks a row.
+3. the step's budget of extra rows (`SpecOptions.extra_row_budget`: every branch, a fixed cap,
+   or as many as pay by a measured width rule, width.py) is handed out by rank: every row's
+   first extra block before any row's second, so one stream verifies its whole tree and a full
+   batch a few blocks a row.
 
 Each block alone is verified exactly as a single block would be, and the row commits the one
 accepted furthest (accept.py): greedy output stays the target's own. Sampled rows verify their
@@ -131,7 +132,7 @@ def plan_step(rows: list[RowInput], drafted: DrafterBlocks, opts: SpecOptions,
     branching = [i for i, r in enumerate(rows) if r.width and r.greedy] if opts.extra else []
     if not branching:
         return plan
-    budget = opts.extra_row_budget(len(branching))
+    budget = opts.extra_row_budget(len(branching), len(rows) - len(branching), width + 1)
     share = min(opts.extra, -(-budget // len(branching)))  # a row plans no more than its share
     per_row = []
     for i in branching:

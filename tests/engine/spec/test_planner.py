@@ -17,6 +17,7 @@ from turnspec.engine.spec.planner import (
 from turnspec.engine.spec.proposers import Proposal
 from turnspec.engine.spec.proposers.drafter import DrafterBlocks
 from turnspec.engine.spec.swaps import apply_swaps, plan_swaps
+from turnspec.engine.spec.width import Curve, WidthRule
 
 
 class FixedProposals:
@@ -130,3 +131,17 @@ def test_planned_swaps_follow_the_tree_and_a_row_plans_its_share_of_the_budget()
     assert capped.blocks[1:] == plan.blocks[1:]
     three = plan_step(rows, drafted, SpecOptions(branches=3), FixedProposals({}), store)
     assert three.blocks[1:] == [plan.blocks[1], [4, 4, -1]]
+
+
+def test_a_width_rule_gives_the_rows_as_many_blocks_as_pay() -> None:
+    """Under a width rule the step's budget comes from the measured cost of the pass: free
+    extra tokens give every greedy row its branches, a pass whose cost grows with every token
+    none; the rows that verify one block (the sampled row, the row with no draft) count in it."""
+    rows, drafted, lookup = five_rows()
+    tau = Curve.of([(1, 2.0), (4, 3.0)])
+    free = WidthRule(tau, Curve.of([(1, 1.0), (10_000, 1.0)]))
+    linear = WidthRule(tau, Curve.of([(1, 1.0), (2, 2.0)]))
+    wide = plan_step(rows, drafted, SpecOptions(branches=4, plan="first", width=free), lookup)
+    assert wide.owner == plan_step(rows, drafted, SpecOptions(branches=4, plan="first"), lookup).owner
+    narrow = plan_step(rows, drafted, SpecOptions(branches=4, plan="first", width=linear), lookup)
+    assert narrow.owner == [0, 1, 2, 3, 4]

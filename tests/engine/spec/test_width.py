@@ -1,0 +1,67 @@
+"""The width rule: blocks a greedy row verifies, by measured verify cost against measured τ."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnspec.engine.spec.width import Curve, WidthRule
+
+TAU = Curve.of([(1, 3.70), (3, 5.65), (8, 6.27), (16, 6.55)])  # replay-shaped: gains flatten
+
+
+def test_a_curve_interpolates_and_extends_its_end_segments() -> None:
+    c = Curve.of([(4, 2.0), (2, 1.0)])
+    assert c.xs == (2.0, 4.0)
+    assert c.at(3) == pytest.approx(1.5)
+    assert c.at(8) == pytest.approx(4.0)      # beyond the last point: the last segment's slope
+    assert c.at(1) == pytest.approx(0.5)
+    assert Curve.of([(16, 7.0)]).at(1000) == 7.0
+
+
+@pytest.mark.parametrize(("xs", "ys", "message"), [
+    ((), (), "at least one"),
+    ((1, 2), (1.0,), "as many ys as xs"),
+    ((2, 2), (1.0, 1.0), "strictly increasing"),
+    ((0,), (1.0,), "positive and strictly increasing"),
+    ((1,), (0.0,), "finite and positive"),
+    ((1,), (float("nan"),), "finite and positive"),
+])
+def test_bad_curves_are_refused(xs, ys, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Curve(xs, ys)
+
+
+def test_flat_cost_takes_the_widest_tree_and_linear_cost_one_block() -> None:
+    flat = WidthRule(TAU, Curve.of([(1, 1.0), (10_000, 1.0001)]))
+    linear = WidthRule(TAU, Curve.of([(1, 1.0), (2, 2.0)]))  # every token costs the same
+    assert flat.branches(1, 0, block=16, most=16) == 16
+    assert linear.branches(1, 0, block=16, most=16) == 1
+
+
+def test_the_width_shrinks_as_the_batch_fills_the_device() -> None:
+    # one pass costs the same up to 256 tokens, then grows with every token
+    rule = WidthRule(TAU, Curve.of([(16, 1.0), (256, 1.0), (8192, 32.0)]))
+    widths = [rule.branches(g, 0, block=16, most=16) for g in (1, 2, 4, 8, 16, 32)]
+    assert widths == sorted(widths, reverse=True)
+    assert widths[0] == 16 and widths[-1] == 1
+    # the picked width is the rate's maximum: no other width commits more tokens a second
+    def rate(g: int, b: int) -> float:
+        return g * TAU.at(b) / rule.cost.at(g * b * 16)
+    for g, b in zip((1, 2, 4, 8, 16, 32), widths, strict=True):
+        assert all(rate(g, b) >= rate(g, other) for other in range(1, 17))
+
+
+def test_rows_that_verify_one_block_count_in_the_cost() -> None:
+    rule = WidthRule(TAU, Curve.of([(16, 1.0), (256, 1.0), (8192, 32.0)]))
+    alone = rule.branches(1, 0, block=16, most=16)
+    beside = rule.branches(1, 15, block=16, most=16)  # 15 sampled rows fill the flat part
+    assert beside < alone
+
+
+def test_no_greedy_rows_verify_one_block_and_bad_counts_are_refused() -> None:
+    rule = WidthRule(TAU, Curve.of([(1, 1.0)]))
+    assert rule.branches(0, 8, block=16, most=16) == 1
+    with pytest.raises(ValueError, match="expected greedy, others >= 0"):
+        rule.branches(-1, 0, block=16, most=16)
+    with pytest.raises(ValueError, match="block, most >= 1"):
+        rule.branches(1, 0, block=0, most=16)

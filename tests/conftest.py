@@ -1,5 +1,5 @@
 """Shared fixtures: the real SmolLM2 model folder, prepared once per machine (no hub access), its
-tokenizer and one grammar compiler for it."""
+tokenizer, one grammar compiler for it and one engine on it for the servers tests start."""
 
 from __future__ import annotations
 
@@ -56,6 +56,21 @@ def smollm2_tokenizer(smollm2_dir: Path):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(smollm2_dir)
+
+
+@pytest.fixture(scope="session")
+def local_engine(smollm2_dir):
+    """One real SmolLM2 engine a test process, shared by the per-module servers of server/,
+    deploy/ and examples/ (each its own config; tests/server/srv_helpers.start_server). One for
+    the session, not one a folder: each engine holds ~2 GB for as long as the process runs."""
+    import asyncio
+
+    from turnspec.engine.local import LocalEngine, LocalEngineConfig
+
+    engine = LocalEngine(LocalEngineConfig(model_dir=str(smollm2_dir), max_batch=8,
+                                           max_context=1024, block_size=16, kv_memory_gb=0.25))
+    yield engine
+    asyncio.run(engine.shutdown())
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import local_engine
 from tests.server.srv_helpers import scrape, start_server, wait_engine_idle
 
-__all__ = ["local_engine", "run_example", "server"]
+__all__ = ["run_example", "server"]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MAX_TOKENS = "48"  # a book_table call is ~30 tokens; replies are cut here
 

@@ -8,7 +8,7 @@ import urllib.request
 from turnspec.server.config import ServerConfig
 from turnspec.server.testing import ThreadedServer
 
-BLOCK = 16  # the test engine's KV block size
+BLOCK = 16  # the KV block size of the session engine (`local_engine`, tests/conftest.py)
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # freed when the stress tests end (~2 GB)
 def stress_engine(smollm2_dir):
     from turnspec.engine.local import LocalEngine, LocalEngineConfig
 

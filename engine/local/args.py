@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from turnspec.engine.local import LocalEngineConfig
-from turnspec.engine.local.config import SPEC_BRANCH_ROWS, SPEC_POLICY_MODES
+from turnspec.engine.local.config import SPEC_BRANCH_ROWS, SPEC_POLICY_MODES, SPEC_WIDTHS
 from turnspec.engine.model.cpu_linear import CPU_GEMMS
 from turnspec.engine.spec.swaps import BRANCH_PLANS
 
@@ -47,6 +47,11 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
                         "handed out by rank (every row's first extra branch, then every row's "
                         "second...): one stream gets all its branches, a full batch a few each; "
                         "0: no cap, every branch of every greedy row (default: %(default)s)")
+    g.add_argument("--spec-width", choices=SPEC_WIDTHS, default="fixed",
+                   help="fixed: every branch under --spec-branch-rows; measured: as many blocks a "
+                        "greedy row as commit more tokens a second at the step's batch, from a "
+                        "verify cost timed at start-up and the drafter's tau-by-branches.json "
+                        "(default: %(default)s)")
     g.add_argument("--spec-datastore", default=None, metavar="PATH",
                    help="the target's earlier answers (datagen samples.jsonl or packed completions, "
                         "a file or folder): with 2+ branches, a greedy row's last extra branch "
@@ -88,6 +93,7 @@ def engine_config_from_args(args: argparse.Namespace) -> LocalEngineConfig:
         spec_policy=args.spec_policy, spec_min_confidence=args.spec_min_confidence,
         spec_lookup=args.spec_lookup == "on", spec_branches=args.spec_branches,
         spec_branch_plan=args.spec_branch_plan, spec_branch_rows=args.spec_branch_rows or None,
+        spec_width=args.spec_width,
         spec_datastore=args.spec_datastore, spec_datastore_learn=args.spec_datastore_learn,
         spec_datastore_learn_tokens=args.spec_datastore_learn_tokens,
         max_batch=args.max_batch, max_context=args.max_context,

@@ -14,6 +14,7 @@ from turnspec.engine.spec.swaps import BRANCH_PLANS
 SPEC_POLICY_MODES = ("adaptive", "always")  # engine/local/spec_policy.py
 CUDA_SPEC_BRANCHES = 16  # the default on CUDA (spec_branches)
 SPEC_BRANCH_ROWS = 32  # the default cap on a step's extra verify rows (spec_branch_rows)
+SPEC_WIDTHS = ("fixed", "measured")  # spec_width
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
@@ -65,6 +66,10 @@ class LocalEngineConfig:
     # one each (docs/history/benchmarks-2026-12.md: 32 streams on the H200, 16 branches with no cap lost a
     # third of the voice tok/s; with 32 rows they beat 3 uncapped branches)
     spec_branch_rows: int | None = SPEC_BRANCH_ROWS
+    # "fixed": every branch under spec_branch_rows; "measured": as many blocks a row as pay at
+    # this step's batch, by a verify cost timed at start-up against the drafter's τ by branches
+    # (engine/local/verify_cost.py, engine/spec/width.py), still under spec_branch_rows
+    spec_width: str = "fixed"
     # the target's earlier answers (datagen samples or packed completions, a file or a folder):
     # with 2+ branches, a greedy row's last extra branch is the continuation those answers most
     # often took after its last tokens (engine/spec/proposers/datastore.py); None: no datastore
@@ -121,6 +126,8 @@ class LocalEngineConfig:
                 or self.spec_branch_rows < 1):
             raise ValueError(f"spec_branch_rows: expected a positive integer or None (every "
                              f"branch of every greedy row), got {self.spec_branch_rows!r}")
+        if self.spec_width not in SPEC_WIDTHS:
+            raise ValueError(f"spec_width: expected one of {SPEC_WIDTHS}, got {self.spec_width!r}")
         if self.spec_datastore is not None and not Path(self.spec_datastore).exists():
             raise ValueError(f"spec_datastore: {self.spec_datastore!r} does not exist; expected a "
                              "file or folder of datagen samples or packed completions")

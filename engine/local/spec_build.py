@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 
+from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.shadow_kv import ShadowKV
 from turnspec.engine.local.spec_policy import SpecPolicy
+from turnspec.engine.local.verify_cost import read_tau_curve, verify_cost
 from turnspec.engine.model.cpu_linear import cpu_has_native_bf16, pack_bf16_linears, pack_linears
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.engine.spec.proposers.learning import LearningDatastore
 from turnspec.engine.spec.proposers.lookup import PromptLookup
+from turnspec.engine.spec.width import WidthRule
 
 log = logging.getLogger("turnspec.engine")
 
@@ -128,7 +132,24 @@ def build_speculation(cfg: LocalEngineConfig, options: SpecOptions, runner: Mode
     learner = LearningDatastore(store, cfg.spec_datastore_learn_tokens) \
         if cfg.spec_datastore_learn else None
     policy = SpecPolicy(mode=cfg.spec_policy)
+    if cfg.spec_width == "measured":
+        options = replace(options, width=measured_width(cfg, options, runner))
     return Speculation(options, policy, PromptLookup(), learner or store, shadows, learner)
+
+
+def measured_width(cfg: LocalEngineConfig, options: SpecOptions, runner: ModelRunner) -> WidthRule:
+    """`--spec-width measured`: the verify cost timed now on this device against the drafter's
+    τ by branches (verify_cost.py)."""
+    if not options.extra or runner.drafter is None:
+        raise ValueError("spec_width='measured' chooses among verify branches; expected a "
+                         f"speculator and --spec-branches 2 or more, got {options.branches}")
+    folder = DEFAULT_DRAFTER_DIR if cfg.speculator == "default" else Path(cfg.speculator)
+    tau = read_tau_curve(folder)
+    block = spec_block(cfg, runner.drafter)
+    cost = verify_cost(runner, block, cfg.max_batch + options.most_extra_rows(cfg.max_batch))
+    log.info("verify cost (tokens: seconds) %s; tau by branches %s",
+             dict(zip(cost.xs, cost.ys, strict=True)), dict(zip(tau.xs, tau.ys, strict=True)))
+    return WidthRule(tau, cost)
 
 
 def respecified(spec: Speculation, options: SpecOptions, mode: str, max_batch: int,

@@ -68,6 +68,23 @@ def padded(tree: TokenTree, nodes: int, filler: int) -> TokenTree:
                      tree.depths + (1,) * extra)
 
 
+def batch_trees(anchors: Sequence[int], owner: Sequence[int], blocks: Sequence[Sequence[int]],
+                nodes: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A step's plan (planner.StepPlan's `owner` and `blocks`: each row's chosen block first,
+    then its extra blocks by rank) as one tree a row of exactly `nodes` nodes: tokens, parents
+    and depths, [rows, nodes] int64, what kernels/tree_mask.py and kernels/tree_accept.py take.
+    A row whose blocks fill fewer nodes is padded with one-token branches carrying its anchor
+    (`padded`); a block past the budget is cut where it ends."""
+    per_row: list[list[Sequence[int]]] = [[] for _ in anchors]
+    for r, block in zip(owner, blocks, strict=True):
+        per_row[r].append(block)
+    trees = [padded(build_tree(a, bl, nodes), nodes, a) for a, bl in zip(anchors, per_row, strict=True)]
+    tokens, parents, depths = (
+        torch.tensor([getattr(t, f) for t in trees], dtype=torch.int64).reshape(len(trees), nodes)
+        for f in ("tokens", "parents", "depths"))
+    return tokens, parents, depths
+
+
 def ancestor_mask(tree: TokenTree) -> list[list[bool]]:
     """mask[i][j]: node j is node i or one of its ancestors (what node i attends to)."""
     n = len(tree)

@@ -7,8 +7,16 @@ from __future__ import annotations
 import random
 
 import pytest
+import torch
 
-from turnspec.engine.spec.tree import accepted_path, ancestor_mask, build_tree, linearized, padded
+from turnspec.engine.spec.tree import (
+    accepted_path,
+    ancestor_mask,
+    batch_trees,
+    build_tree,
+    linearized,
+    padded,
+)
 
 
 def test_shared_prefixes_are_one_node_and_the_budget_cuts_the_last_blocks() -> None:
@@ -82,3 +90,30 @@ def test_linearized_is_the_block_a_linear_accept_takes_the_path_from(seed: int) 
     accept, bonus = reference_dflash_accept(block[:, 1:], lin_target)
     assert accept.tolist() == length.tolist()
     assert bonus.tolist() == target.gather(1, path.gather(1, length[:, None])).squeeze(1).tolist()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_plans_rows_become_padded_trees_the_device_walk_accepts_as_the_host(seed: int) -> None:
+    """A step's plan (each row's chosen block, then extra blocks by rank, interleaved across
+    rows) as [rows, N] trees: every row has exactly N nodes, parents before children, depths
+    from its parents, and the tree-accept kernel's torch reference walks each row's tree to the
+    path the host walk finds on that row's own tree."""
+    from turnspec.kernels.tree_accept import reference_tree_accept
+
+    rng = random.Random(seed)
+    rows, n = rng.randint(1, 4), 12
+    anchors = [rng.randrange(3) for _ in range(rows)]
+    owner = list(range(rows)) + [rng.randrange(rows) for _ in range(rng.randint(0, 6))]
+    blocks = [[rng.randrange(3) for _ in range(5)] + [-1] for _ in owner]
+    tokens, parents, depths = batch_trees(anchors, owner, blocks, n)
+    assert tokens.shape == parents.shape == depths.shape == (rows, n)
+    target = torch.randint(0, 3, (rows, n), generator=torch.Generator().manual_seed(seed))
+    path, length = reference_tree_accept(tokens, parents, target)
+    for r in range(rows):
+        own = build_tree(anchors[r], [b for o, b in zip(owner, blocks, strict=True) if o == r], n)
+        assert tokens[r, : len(own)].tolist() == list(own.tokens) and tokens[r, 0] == anchors[r]
+        pars = parents[r].tolist()
+        assert pars[0] == -1 and all(0 <= p < i for i, p in enumerate(pars) if i)
+        assert all(depths[r, i] == depths[r, p] + 1 for i, p in enumerate(pars) if i)
+        host = accepted_path(padded(own, n, anchors[r]), target[r].tolist())
+        assert path[r, : len(host)].tolist() == host and length[r] == len(host) - 1

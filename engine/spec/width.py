@@ -4,11 +4,13 @@ pass costs on this device and what more blocks are expected to commit.
 A step with `greedy` rows that verify b blocks each (the chosen block and b - 1 branches) and
 `others` rows that verify one (sampled rows, rows the policy paused) is expected to commit
 
-    greedy * tau(b) + others * tau(1)   tokens   in   cost((greedy * b + others) * block)   seconds,
+    greedy * tau(b) + others * tau(1)   tokens   in   fixed + cost((greedy * b + others) * block)   seconds,
 
 tau(b) being the tokens a row commits a step with b blocks (the offline replay measures it:
-`turnspec speculator eval --branches b`) and cost(t) a target pass over t tokens (timed on the
-device). The rule takes the b with the most tokens per second. Where a pass costs about the same
+`turnspec speculator eval --branches b`), cost(t) a target pass over t tokens (timed on the
+device) and `fixed` what the step costs besides (the drafter's pass, the host's work): left at
+0 the rule is conservative, narrower than the best width. It takes the b with the most tokens
+per second. Where a pass costs about the same
 for 16 tokens as for 512 (a GPU at low load) one stream gets a wide tree; where cost grows with
 every token (a CPU, a full GPU batch) the rule verifies one block. Ties go to the narrower width.
 """
@@ -55,9 +57,14 @@ class Curve:
 @dataclass(frozen=True, slots=True)
 class WidthRule:
     """`tau`: tokens a greedy row commits a step against the blocks it verifies; `cost`: seconds
-    of one target pass against the tokens it verifies."""
+    of one target pass against the tokens it verifies; `fixed`: seconds the step costs besides."""
     tau: Curve
     cost: Curve
+    fixed: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.fixed) and self.fixed >= 0):
+            raise ValueError(f"fixed: expected finite seconds >= 0, got {self.fixed}")
 
     def branches(self, greedy: int, others: int, block: int, most: int) -> int:
         """Blocks each of `greedy` rows verifies (1..`most`) beside `others` one-block rows,
@@ -67,10 +74,11 @@ class WidthRule:
                              f"{greedy} others={others} block={block} most={most}")
         if greedy == 0:
             return 1
-        fixed = others * self.tau.at(1)
+        settled = others * self.tau.at(1)  # tokens the one-block rows commit
         best, best_rate = 1, 0.0
         for b in range(1, most + 1):
-            rate = (greedy * self.tau.at(b) + fixed) / self.cost.at((greedy * b + others) * block)
+            seconds = self.fixed + self.cost.at((greedy * b + others) * block)
+            rate = (greedy * self.tau.at(b) + settled) / seconds
             if rate > best_rate * (1 + 1e-9):
                 best, best_rate = b, rate
         return best

@@ -65,3 +65,13 @@ def test_no_greedy_rows_verify_one_block_and_bad_counts_are_refused() -> None:
         rule.branches(-1, 0, block=16, most=16)
     with pytest.raises(ValueError, match="block, most >= 1"):
         rule.branches(1, 0, block=0, most=16)
+
+
+def test_what_the_step_costs_besides_the_verify_widens_the_choice() -> None:
+    """A verify whose cost grows with every token: alone it never pays to widen, but beside a
+    drafter pass that costs ten verifies of one block, four blocks commit more per second."""
+    cost = Curve.of([(16, 1.0), (32, 2.0)])
+    assert WidthRule(TAU, cost).branches(1, 0, block=16, most=16) == 1
+    assert WidthRule(TAU, cost, fixed=10.0).branches(1, 0, block=16, most=16) > 1
+    with pytest.raises(ValueError, match="fixed: expected finite seconds >= 0"):
+        WidthRule(TAU, cost, fixed=-1.0)

@@ -18,7 +18,7 @@ from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.runner import ModelRunner
 from turnspec.engine.local.shadow_kv import ShadowKV
 from turnspec.engine.local.spec_policy import SpecPolicy
-from turnspec.engine.local.verify_cost import read_tau_curve, verify_cost
+from turnspec.engine.local.verify_cost import draft_cost, read_tau_curve, verify_cost
 from turnspec.engine.model.cpu_linear import cpu_has_native_bf16, pack_bf16_linears, pack_linears
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
@@ -147,9 +147,10 @@ def measured_width(cfg: LocalEngineConfig, options: SpecOptions, runner: ModelRu
     tau = read_tau_curve(folder)
     block = spec_block(cfg, runner.drafter)
     cost = verify_cost(runner, block, cfg.max_batch + options.most_extra_rows(cfg.max_batch))
-    log.info("verify cost (tokens: seconds) %s; tau by branches %s",
-             dict(zip(cost.xs, cost.ys, strict=True)), dict(zip(tau.xs, tau.ys, strict=True)))
-    return WidthRule(tau, cost)
+    draft = draft_cost(runner, block)
+    log.info("verify cost (tokens: seconds) %s, drafter pass %.4f s; tau by branches %s",
+             dict(zip(cost.xs, cost.ys, strict=True)), draft, dict(zip(tau.xs, tau.ys, strict=True)))
+    return WidthRule(tau, cost, fixed=draft)
 
 
 def respecified(spec: Speculation, options: SpecOptions, mode: str, max_batch: int,

@@ -1,6 +1,6 @@
 """The measured width rule of the embedded engine (`--spec-width measured`): what a verify pass
-costs on this device, timed at start-up, against the drafter's τ by verify branches, read from
-its folder. engine/spec/width.py turns the two into blocks per row each step.
+and a drafter pass cost on this device, timed at start-up, against the drafter's τ by verify
+branches, read from its folder. engine/spec/width.py turns them into blocks per row each step.
 
 The cost is the target's forward and LM head over `rows` blocks of the serve block after a
 typical context, at the row counts a step can reach. It runs before any request, on KV blocks no
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -73,6 +74,25 @@ def _verify_pass(runner: ModelRunner, rows: int, block: int) -> float:
     runner.logits(hidden)
     _sync(runner.device)
     return time.perf_counter() - t0
+
+
+@torch.inference_mode()
+def draft_cost(runner: ModelRunner, block: int, repeats: int = 3) -> float:
+    """Seconds of one drafter pass for one row after CONTEXT tokens (the best of `repeats`, after
+    one untimed pass): the width rule's `fixed`, what a step costs besides its verify. One row's
+    pass is the least a step pays, so the rule stays on the narrow side for larger batches."""
+    row = SimpleNamespace(token_ids=[0], num_computed=CONTEXT,  # a Sequence's fields draft reads
+                          block_table=list(range(-(-CONTEXT // runner.block_size))))
+
+    def once() -> float:
+        _sync(runner.device)
+        t0 = time.perf_counter()
+        runner.draft([row], block)
+        _sync(runner.device)
+        return time.perf_counter() - t0
+
+    once()
+    return min(once() for _ in range(repeats))
 
 
 def _sync(device: torch.device) -> None:

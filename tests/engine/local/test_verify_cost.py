@@ -50,6 +50,7 @@ def test_a_measured_width_keeps_greedy_identical_at_every_width(tmp_path: Path) 
     assert isinstance(rule, WidthRule) and rule.tau.ys == (1.5, 3.0)
     # timed at every row count up to the widest step: 8 rows + 8 * 3 extra, blocks of 8 tokens
     assert rule.cost.xs == tuple(float(r * 8) for r in (1, 2, 4, 8, 16, 32))
+    assert rule.fixed > 0  # the drafter's pass, timed beside the verify
     assert run(core, prompts, sampling)[0] == plain
     # the same engine under a rule that always pays (flat cost) and one that never does
     for cost in (Curve.of([(1, 1.0)]), Curve.of([(1, 1.0), (2, 2.0)])):

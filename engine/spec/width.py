@@ -8,11 +8,11 @@ A step with `greedy` rows that verify b blocks each (the chosen block and b - 1 
 
 tau(b) being the tokens a row commits a step with b blocks (the offline replay measures it:
 `turnspec speculator eval --branches b`), cost(t) a target pass over t tokens (timed on the
-device) and `fixed` what the step costs besides (the drafter's pass, the host's work): left at
-0 the rule is conservative, narrower than the best width. It takes the b with the most tokens
-per second. Where a pass costs about the same
-for 16 tokens as for 512 (a GPU at low load) one stream gets a wide tree; where cost grows with
-every token (a CPU, a full GPU batch) the rule verifies one block. Ties go to the narrower width.
+device) and `fixed` what the step costs besides (the drafter's pass, the host's work; left at
+0 the rule leans narrow). It takes the b with the most tokens per second. Where a pass costs
+about the same for 16 tokens as for 512 (a GPU at low load) one stream gets a wide tree; where
+cost grows with every token (a CPU, a full GPU batch) the rule verifies one block. Ties go to
+the narrower width.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from turnspec.server.config import ServerConfig
 from turnspec.server.hub import SessionHub
 from turnspec.server.tls import http_ssl_context
 from turnspec.server.transports.grpc_generation import GrpcServer
-from turnspec.server.transports.http import build_http_app
+from turnspec.server.transports.http import build_http_app, forget_stopped_apps
 from turnspec.server.transports.receipt import kernel_stamps_available, stamping_listeners
 
 log = logging.getLogger("turnspec.server")
@@ -149,6 +149,7 @@ class ServerApp:
             await self._grpc.stop(grace=0.5)
         if self._runner is not None:
             await self._runner.cleanup()
+            forget_stopped_apps()
         if self.hub.grammars is not None:
             self.hub.grammars.close()
         if self.hub.ready and stop_engine:

@@ -65,16 +65,4 @@ class ThreadedServer:
             self._thread.join(10)
             if not self._thread.is_alive():
                 self.loop.close()
-            forget_stopped_apps()
 
-
-def forget_stopped_apps() -> None:
-    """Let stopped aiohttp apps, and the engines they hold, be freed. aiohttp keeps each app's
-    middleware chain in a module-level cache keyed by the app (1,024 entries), so in a process
-    that starts server after server (the test suite, a bench) every engine stayed alive: the
-    suite's workers grew ~2 GB per server-owning test module until the 24 GiB CI box killed one."""
-    from aiohttp import web_app
-
-    cache = getattr(web_app, "_cached_build_middleware", None)
-    if cache is not None and hasattr(cache, "cache_clear"):
-        cache.cache_clear()

@@ -83,13 +83,10 @@ def compiler(smollm2_tokenizer):
 
 @pytest.fixture(scope="module", autouse=True)
 def _return_freed_memory():
-    """After each module, free what its servers held (server/testing.py: forget_stopped_apps)
-    and give the heap's freed pages back to the OS: a module's engine (model, KV cache, ~3 GB)
-    is freed at its end, but glibc keeps the fragmented heap."""
+    """After each module, give the heap's freed pages back to the OS: a module's engine (model,
+    KV cache, ~3 GB) is freed at its end (a stopped server lets go of it: server/transports/
+    http.py, forget_stopped_apps), but glibc keeps the fragmented heap."""
     yield
-    from turnspec.server.testing import forget_stopped_apps
-
-    forget_stopped_apps()  # servers a module started without ThreadedServer
     gc.collect()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)

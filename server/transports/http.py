@@ -190,3 +190,16 @@ def build_http_app(hub: SessionHub) -> web.Application:
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
     return app
+
+
+def forget_stopped_apps() -> None:
+    """Let stopped apps, and the hub and engine each holds, be freed (ServerApp.shutdown calls
+    it). aiohttp keeps each app's middleware chain in a module-level cache keyed by the app
+    (1,024 entries), so in a process that starts server after server (the test suite, a bench)
+    every engine stayed alive: the suite's workers grew ~2 GB per server-owning test module until
+    the 24 GiB CI box killed one."""
+    from aiohttp import web_app
+
+    cache = getattr(web_app, "_cached_build_middleware", None)
+    if cache is not None and hasattr(cache, "cache_clear"):
+        cache.cache_clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -49,31 +50,8 @@ def verify_cost(runner: ModelRunner, block: int, most_rows: int, repeats: int = 
         raise ValueError(f"expected block >= 1 and most_rows >= 1, got {block} and {most_rows}")
     top = min(most_rows, ROW_COUNTS[-1])
     counts = sorted({r for r in ROW_COUNTS if r < top} | {top})
-    points = []
-    for rows in counts:
-        _verify_pass(runner, rows, block)  # first use of a shape: allocations, kernel choice
-        best = min(_verify_pass(runner, rows, block) for _ in range(repeats))
-        points.append((rows * block, best))
-    return Curve.of(points)
-
-
-def _verify_pass(runner: ModelRunner, rows: int, block: int) -> float:
-    """One timed target pass over `rows` blocks of `block` tokens after CONTEXT tokens; every
-    row writes the same scratch KV blocks (the timing is the point, not the KV)."""
-    bs = runner.block_size
-    table = list(range(-(-(CONTEXT + block) // bs)))
-    batch = AttentionBatch.build([table] * rows, [CONTEXT + block] * rows, [block] * rows, bs,
-                                 runner.device)
-    ids = torch.zeros(rows, block, dtype=torch.int64, device=runner.device)
-    pos = torch.arange(CONTEXT, CONTEXT + block, device=runner.device).expand(rows, block)
-    cos, sin = runner.rope.lookup(pos)
-    _sync(runner.device)
-    t0 = time.perf_counter()
-    hidden, _ = runner.model(ids, cos, sin, runner.k_pools, runner.v_pools, batch,
-                             runner.tap_layers)
-    runner.logits(hidden)
-    _sync(runner.device)
-    return time.perf_counter() - t0
+    return Curve.of([(rows * block, _best(runner.device, _verify_pass(runner, rows, block), repeats))
+                     for rows in counts])
 
 
 @torch.inference_mode()
@@ -83,12 +61,36 @@ def draft_cost(runner: ModelRunner, block: int, repeats: int = 3) -> float:
     pass is the least a step pays, so the rule stays on the narrow side for larger batches."""
     row = SimpleNamespace(token_ids=[0], num_computed=CONTEXT,  # a Sequence's fields draft reads
                           block_table=list(range(-(-CONTEXT // runner.block_size))))
+    return _best(runner.device, lambda: runner.draft([row], block), repeats)
 
+
+def _verify_pass(runner: ModelRunner, rows: int, block: int) -> Callable[[], None]:
+    """A target pass over `rows` blocks of `block` tokens after CONTEXT tokens, its inputs built
+    once; every row writes the same scratch KV blocks (the timing is the point, not the KV)."""
+    bs = runner.block_size
+    table = list(range(-(-(CONTEXT + block) // bs)))
+    batch = AttentionBatch.build([table] * rows, [CONTEXT + block] * rows, [block] * rows, bs,
+                                 runner.device)
+    ids = torch.zeros(rows, block, dtype=torch.int64, device=runner.device)
+    pos = torch.arange(CONTEXT, CONTEXT + block, device=runner.device).expand(rows, block)
+    cos, sin = runner.rope.lookup(pos)
+
+    def run() -> None:
+        hidden, _ = runner.model(ids, cos, sin, runner.k_pools, runner.v_pools, batch,
+                                 runner.tap_layers)
+        runner.logits(hidden)
+
+    return run
+
+
+def _best(device: torch.device, run: Callable[[], object], repeats: int) -> float:
+    """The fewest seconds `run` took in `repeats` timed calls, after one untimed call (a shape's
+    first use allocates and picks its kernels)."""
     def once() -> float:
-        _sync(runner.device)
+        _sync(device)
         t0 = time.perf_counter()
-        runner.draft([row], block)
-        _sync(runner.device)
+        run()
+        _sync(device)
         return time.perf_counter() - t0
 
     once()

@@ -67,11 +67,12 @@ class SpecOptions:
         per_row = self.extra
         if self.width is not None:
             per_row = self.width.branches(greedy_rows, other_rows, block, self.branches) - 1
-        rows = per_row * greedy_rows
-        return rows if self.max_extra_rows is None else min(rows, self.max_extra_rows)
+        return self._capped(per_row * greedy_rows)
 
     def most_extra_rows(self, max_batch: int) -> int:
         """The most extra rows any step of up to `max_batch` rows may verify (what scratch KV
         for the extra rows must hold): every branch of every row, at most `max_extra_rows`."""
-        rows = self.extra * max_batch
+        return self._capped(self.extra * max_batch)
+
+    def _capped(self, rows: int) -> int:
         return rows if self.max_extra_rows is None else min(rows, self.max_extra_rows)

@@ -28,6 +28,11 @@ def bench(checkout: Path, out: Path, extra: list[str]) -> dict:
     return json.loads(out.read_text())
 
 
+def row_of(run: dict, source: str) -> dict:
+    """One bench run's row for `source`."""
+    return next(r for r in run["rows"] if r["source"] == source)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("a", type=Path)
@@ -47,23 +52,14 @@ def main() -> None:
     summary = {}
     for row in runs["a"][0]["rows"]:
         src = row["source"]
-
-        def tok(name: str, key: str, src: str = src) -> float:
-            vals = []
-            for r in runs[name]:
-                r_row = next(x for x in r["rows"] if x["source"] == src)
-                vals.append(r_row["spec"][0]["tok_s"] if key == "spec" else r_row[key])
-            return median(vals)
-
-        a, b = tok("a", "spec"), tok("b", "spec")
-        pa, pb = tok("a", "turnspec_plain_tok_s"), tok("b", "turnspec_plain_tok_s")
-        per_round = [next(x for x in rb["rows"] if x["source"] == src)["spec"][0]["tok_s"]
-                     / next(x for x in ra["rows"] if x["source"] == src)["spec"][0]["tok_s"]
-                     for ra, rb in zip(runs["a"], runs["b"], strict=True)]
+        spec = {n: [row_of(r, src)["spec"][0]["tok_s"] for r in runs[n]] for n in runs}
+        plain = {n: median(row_of(r, src)["turnspec_plain_tok_s"] for r in runs[n]) for n in runs}
+        a, b = median(spec["a"]), median(spec["b"])
+        per_round = [y / x for x, y in zip(spec["a"], spec["b"], strict=True)]
         summary[src] = {"a_spec": a, "b_spec": b, "ratio": b / a, "ratio_per_round": per_round,
-                        "a_plain": pa, "b_plain": pb}
-        print(f"{src:22} {a:9.2f} {b:9.2f} {b / a:6.3f} {pa:9.2f} {pb:9.2f}  per round "
-              + " ".join(f"{x:.3f}" for x in per_round))
+                        "a_plain": plain["a"], "b_plain": plain["b"]}
+        print(f"{src:22} {a:9.2f} {b:9.2f} {b / a:6.3f} {plain['a']:9.2f} {plain['b']:9.2f}  "
+              "per round " + " ".join(f"{x:.3f}" for x in per_round))
     (args.out / "summary.json").write_text(json.dumps({"a": str(args.a), "b": str(args.b),
                                                        "rounds": args.rounds, "bench": extra,
                                                        "sources": summary}, indent=2) + "\n")

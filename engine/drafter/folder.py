@@ -66,15 +66,21 @@ def read_drafter(path: str | Path, device: torch.device | str = "cpu",
     return drafter.eval().requires_grad_(False)
 
 
+def drafter_folder(path_or_default: str | Path | None) -> Path:
+    """The folder `--speculator` names: None or "default" is the committed SmolLM2 drafter's."""
+    if path_or_default is None or str(path_or_default) == "default":
+        return DEFAULT_DRAFTER_DIR
+    return Path(path_or_default)
+
+
 def load_drafter(path_or_default: str | Path | None = None,
                  device: torch.device | str = "cpu",
                  dtype: torch.dtype | None = None) -> DFlashDrafter:
     """The engine's entry point: a drafter folder, or None/"default" for the committed
     SmolLM2 drafter (models/assets/smollm2-dflash). Returned in eval mode, no grads."""
-    if path_or_default is None or str(path_or_default) == "default":
-        if not (DEFAULT_DRAFTER_DIR / WEIGHTS_FILE).is_file():
-            raise FileNotFoundError(f"the default drafter is not in {DEFAULT_DRAFTER_DIR}: "
-                                    "train one with `turnspec speculator train` and export it "
-                                    "there, or pass a drafter folder")
-        path_or_default = DEFAULT_DRAFTER_DIR
-    return read_drafter(path_or_default, device=device, dtype=dtype)
+    folder = drafter_folder(path_or_default)
+    if folder == DEFAULT_DRAFTER_DIR and not (folder / WEIGHTS_FILE).is_file():
+        raise FileNotFoundError(f"the default drafter is not in {DEFAULT_DRAFTER_DIR}: "
+                                "train one with `turnspec speculator train` and export it "
+                                "there, or pass a drafter folder")
+    return read_drafter(folder, device=device, dtype=dtype)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
 
-from turnspec.engine.drafter.folder import DEFAULT_DRAFTER_DIR
+from turnspec.engine.drafter.folder import drafter_folder
 from turnspec.engine.local.config import LocalEngineConfig
 from turnspec.engine.local.draft_context import FusedContextKV
 from turnspec.engine.local.runner import ModelRunner
@@ -143,8 +142,7 @@ def measured_width(cfg: LocalEngineConfig, options: SpecOptions, runner: ModelRu
     if not options.extra or runner.drafter is None:
         raise ValueError("spec_width='measured' chooses among verify branches; expected a "
                          f"speculator and --spec-branches 2 or more, got {options.branches}")
-    folder = DEFAULT_DRAFTER_DIR if cfg.speculator == "default" else Path(cfg.speculator)
-    tau = read_tau_curve(folder)
+    tau = read_tau_curve(drafter_folder(cfg.speculator))
     block = spec_block(cfg, runner.drafter)
     cost = verify_cost(runner, block, cfg.max_batch + options.most_extra_rows(cfg.max_batch))
     draft = draft_cost(runner, block)

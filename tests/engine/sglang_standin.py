@@ -16,6 +16,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,18 @@ class StandInTokenizerManager:
             self._reader = None
 
 
+def _wait_started(pid: int, timeout_s: float = 10.0) -> None:
+    """Return once the child's command line is its own, as sglang.Engine returns only once its
+    schedulers are up: right after Popen, /proc/PID/cmdline is at times still empty (8 of 300
+    tries here), and the watch would name the process `pid N`."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    deadline = time.monotonic() + timeout_s
+    while cmdline.exists() and SCHEDULER.name.encode() not in cmdline.read_bytes():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the fake scheduler (pid {pid}) did not start in {timeout_s} s")
+        time.sleep(0.005)
+
+
 class StandInSGLang:
     """Built like `sglang.Engine(**engine_kwargs)`; starts the fake scheduler (a token every
     `step_s` seconds for each running request)."""
@@ -98,6 +111,7 @@ class StandInSGLang:
         self.engine_kwargs = engine_kwargs
         self.scheduler = subprocess.Popen([sys.executable, str(SCHEDULER), str(step_s)],
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        _wait_started(self.scheduler.pid)
         self.tokenizer_manager = StandInTokenizerManager(self.scheduler)
         self.shut_down = False
 

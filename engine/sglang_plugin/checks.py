@@ -14,6 +14,7 @@ WORKER = f"{DFLASH}.DFlashWorkerV2"
 SAMPLER = f"{DFLASH}._DflashDraftSampler"
 VERIFY_INPUT = "sglang.srt.speculative.dflash_info.DFlashVerifyInput"
 SCHEDULER = "sglang.srt.managers.scheduler.Scheduler"
+GRAMMAR_TREE = "sglang.srt.speculative.spec_utils.GrammarTree"
 
 # dotted target -> (positional parameters, keyword-only parameters) as in SGLANG_VERSION
 PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -27,6 +28,7 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     f"{SAMPLER}.__call__": (("self", "hidden_states", "input_ids"), ()),
     f"{VERIFY_INPUT}.prepare_for_verify": (("self", "batch", "target_worker"), ()),
     f"{SCHEDULER}.get_internal_state": (("self", "recv_req"), ()),
+    f"{GRAMMAR_TREE}.from_linear_chain": (("verify_ids_2d",), ()),  # a classmethod, bound
 }
 # fields of the verify input the plugin reads or writes
 VERIFY_FIELDS = ("draft_token", "positions", "draft_token_num", "custom_mask")

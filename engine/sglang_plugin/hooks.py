@@ -6,8 +6,10 @@ registry), in the order a decode step meets them:
     _DflashDraftSampler                      REPLACE: the drafter's head inside the draft CUDA
                                              graph also keeps its top tokens' log-probabilities
     DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
-    DFlashVerifyInput.prepare_for_verify     BEFORE: the speculation core picks each row's
-                                             block (lookup_swap.py)
+    GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
+                                             core picks each row's block (lookup_swap.py) before
+                                             DFLASH copies the blocks for its grammar walk
+    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar
     DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
                                              server info (`internal_states[i]["turnspec"]`)
@@ -19,7 +21,13 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin.checks import SAMPLER, SCHEDULER, VERIFY_INPUT, WORKER
+from turnspec.engine.sglang_plugin.checks import (
+    GRAMMAR_TREE,
+    SAMPLER,
+    SCHEDULER,
+    VERIFY_INPUT,
+    WORKER,
+)
 from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
 
@@ -47,13 +55,26 @@ def around_forward(original, *args, **kwargs):
     return result
 
 
-def before_prepare_for_verify(verify, *args, **kwargs):
-    """Once per decode step, before the target verify is loaded: swap in the chosen blocks."""
+def plan_once(blocks: torch.Tensor, grammar_ok: bool) -> None:
+    """Swap in the chosen blocks, once per decode step (the first of the two hooks below)."""
     step = STATE.step
     if step is not None and not step.planned:
         step.planned = True
         STATE.stats["steps"] += 1
-        swap_blocks(step, verify)
+        swap_blocks(step, blocks, grammar_ok)
+
+
+def around_grammar_chain(original, cls, verify_ids_2d):
+    """DFLASH in a batch with a grammar: plan before the blocks are copied to the host, where
+    the grammar's masks are built along them, so grammar rows are planned too."""
+    plan_once(verify_ids_2d, grammar_ok=True)
+    return original(cls, verify_ids_2d)
+
+
+def before_prepare_for_verify(verify, *args, **kwargs):
+    """Before the target verify is loaded (no grammar walk this step, or it already planned)."""
+    n = int(verify.draft_token_num)
+    plan_once(verify.draft_token.view(-1, n), grammar_ok=False)
     return None
 
 
@@ -141,6 +162,8 @@ def install(registry: Any, hook_type: Any) -> None:
     registry.register(f"{WORKER}.__init__", guard_worker, hook_type.AROUND)
     registry.register(f"{WORKER}.forward_batch_generation", around_forward, hook_type.AROUND)
     registry.register(f"{WORKER}._greedy_sample_from_vocab_parallel_head", around_eager_head,
+                      hook_type.AROUND)
+    registry.register(f"{GRAMMAR_TREE}.from_linear_chain", around_grammar_chain,
                       hook_type.AROUND)
     registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
                       hook_type.BEFORE)

@@ -8,9 +8,13 @@ the rule the embedded engine and the τ replay use), and where it picks the prom
 continuation, the row's block is overwritten in place. DFLASH's accept reads the same buffer
 as its candidates, so what is verified is what is accepted from: lossless for any block.
 
-Rows left alone: sampled rows (one block each, and DFLASH's sampled accept stays as stock),
-rows under a grammar (their vocabulary masks were built from the drafter's block before this
-point) and rows with penalties (applied from the block's prefix).
+Rows under a grammar (tool calls) are planned too when the step has one: the plan runs where
+DFLASH copies the blocks to the host for its grammar walk (`GrammarTree.from_linear_chain`,
+hooks.py), so the vocabulary masks are built along the block that is verified, and a token the
+grammar refuses stops the accept there as it does for a drafter's token. Where the blocks are
+already on their way to the host (no such hook ran), grammar rows keep the drafter's block.
+Rows left alone: sampled rows (one block each, and DFLASH's sampled accept stays as stock) and
+rows with penalties (applied from the block's prefix).
 """
 
 from __future__ import annotations
@@ -24,11 +28,12 @@ from turnspec.engine.spec.planner import RowInput, plan_step
 from turnspec.engine.spec.proposers.drafter import blocks_from
 
 
-def swappable(req: Any) -> bool:
-    """A greedy row with no grammar and no penalties."""
+def swappable(req: Any, grammar_ok: bool = False) -> bool:
+    """A greedy row with no penalties, and no grammar unless `grammar_ok` (the grammar's masks
+    are still to be built from the block)."""
     sp = req.sampling_params
     greedy = sp.top_k <= 1 or sp.temperature == 0
-    return greedy and req.grammar is None and sp.frequency_penalty == 0 \
+    return greedy and (grammar_ok or req.grammar is None) and sp.frequency_penalty == 0 \
         and sp.presence_penalty == 0 and sp.repetition_penalty == 1
 
 
@@ -54,14 +59,14 @@ def drafter_top(step: StepContext, bs: int, width: int) -> tuple[torch.Tensor, t
     return ids.view(bs, width, -1), lp.view(bs, width, -1)
 
 
-def swap_blocks(step: StepContext, verify: Any) -> None:
-    """Overwrite the blocks of rows whose chosen block is not the drafter's (module doc)."""
+def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
+    """Overwrite, in `blocks` [bs, 1 + width] (anchor, drafts: the buffer DFLASH verifies and
+    accepts from), the rows whose chosen block is not the drafter's (module doc)."""
     reqs = step.batch.reqs
-    bs, width = len(reqs), int(verify.draft_token_num) - 1
-    ok = [swappable(r) for r in reqs]
+    bs, width = len(reqs), int(blocks.shape[1]) - 1
+    ok = [swappable(r, grammar_ok) for r in reqs]
     if width < 1 or not any(ok):
         return
-    blocks = verify.draft_token.view(bs, width + 1)
     _, lp = drafter_top(step, bs, width)
     drafted = blocks_from(blocks[:, 1:], [width] * bs, lp[..., 0].float().exp())  # host sync
     anchors = blocks[:, 0].tolist()
@@ -75,6 +80,7 @@ def swap_blocks(step: StepContext, verify: Any) -> None:
     changed = [i for i in range(bs) if plan.blocks[i] != drafted.drafts[i]]
     STATE.stats["rows_planned"] += sum(1 for r in rows if r.width)
     STATE.stats["rows_swapped"] += len(changed)
+    STATE.stats["grammar_rows_swapped"] += sum(reqs[i].grammar is not None for i in changed)
     if changed:  # a shorter continuation keeps the drafter's tokens after it (any token is lossless)
         new = [[t if t >= 0 else d for t, d in zip(plan.blocks[i], drafted.argmax[i], strict=True)]
                for i in changed]

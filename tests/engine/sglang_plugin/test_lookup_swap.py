@@ -1,6 +1,7 @@
 """Step A inside SGLang, on the CPU: the speculation core's chosen block overwrites a greedy
-row's block in the verify input DFLASH accepts from; sampled rows, rows under a grammar and rows
-whose history does not end at the block's anchor keep the drafter's block.
+row's block in the verify input DFLASH accepts from; sampled rows, rows whose history does not end
+at the block's anchor, and rows under a grammar once the blocks left for the grammar walk keep
+the drafter's block.
 
 SGLang's scheduler objects cannot run here (no GPU, no sglang): the batch and requests below
 are plain namespaces holding exactly the fields the plugin reads of SGLang 0.5.17's ScheduleBatch
@@ -14,6 +15,7 @@ from types import SimpleNamespace
 
 import torch
 
+from turnspec.engine.sglang_plugin import hooks
 from turnspec.engine.sglang_plugin.config import PluginConfig
 from turnspec.engine.sglang_plugin.lookup_swap import committed, swap_blocks, swappable
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
@@ -49,7 +51,7 @@ def test_greedy_rows_take_the_lookup_where_the_drafter_expects_little() -> None:
     reqs = [req("a", history, []), req("b", history, [], grammar=object()),
             req("c", history, [], greedy=False), req("d", history[:-1], [3])]
     step, verify, blocks = step_for(reqs, [7, 7, 7, 7], p_draft=0.1)
-    swap_blocks(step, verify)
+    swap_blocks(step, verify.draft_token.view(4, B))
     assert blocks.tolist() == [[7, 8, 9, 5, 6], [7, 1, 1, 1, 1], [7, 1, 1, 1, 1], [7, 1, 1, 1, 1]]
     assert verify.draft_token.view(4, B).data_ptr() == blocks.data_ptr()  # in place
     assert STATE.stats["rows_swapped"] == 1 and STATE.stats["history_misses"] == 1
@@ -60,10 +62,10 @@ def test_a_confident_drafter_keeps_its_block_and_short_copies_keep_its_tail() ->
     STATE.configure(PluginConfig(mode="lookup"))
     history = [5, 6, 7, 8, 5, 6, 7]
     step, verify, blocks = step_for([req("a", history, [])], [7], p_draft=0.99)
-    swap_blocks(step, verify)
+    swap_blocks(step, blocks)
     assert blocks.tolist() == [[7, 1, 1, 1, 1]]          # expects ~3.9 drafts: no swap
     STATE.configure(PluginConfig(mode="lookup", lookup_below=10.0))
-    swap_blocks(step, verify)
+    swap_blocks(step, blocks)
     # the continuation "8 5 6 7" fits; a shorter one would keep the drafter's tail
     assert blocks.tolist() == [[7, 8, 5, 6, 7]]
 
@@ -75,3 +77,35 @@ def test_history_from_the_record_or_with_the_last_steps_commits() -> None:
     assert committed(r, [3, 4], 4) == [1, 2, 3, 4]         # the record already has them
     assert committed(r, [5, 6], 9) is None                 # neither ends at the anchor
     assert swappable(r) and not swappable(req("b", [1], [], greedy=False))
+
+
+def test_grammar_rows_are_planned_where_the_grammar_walk_copies_the_blocks() -> None:
+    """In a batch with a grammar, DFLASH copies the blocks for its grammar walk
+    (GrammarTree.from_linear_chain) before the verify: planned there, a grammar row takes the
+    lookup too, and the verify's own hook then leaves the step alone (one plan a step)."""
+    STATE.configure(PluginConfig(mode="lookup"))
+    STATE.stats.clear()
+    history = [5, 6, 7, 8, 9, 5, 6, 7]
+    reqs = [req("a", history, []), req("b", history, [], grammar=object())]
+    step, verify, blocks = step_for(reqs, [7, 7], p_draft=0.1)
+    seen = []
+    STATE.step = step
+    try:
+        hooks.around_grammar_chain(lambda cls, ids: seen.append(ids.tolist()), object, blocks)
+        hooks.before_prepare_for_verify(verify)
+    finally:
+        STATE.step = None
+    assert seen == [[[7, 8, 9, 5, 6], [7, 8, 9, 5, 6]]]  # the walk copies the chosen blocks
+    assert STATE.stats["steps"] == 1 and STATE.stats["grammar_rows_swapped"] == 1
+
+
+def test_without_the_grammar_walk_grammar_rows_keep_the_drafters_block() -> None:
+    STATE.configure(PluginConfig(mode="lookup"))
+    history = [5, 6, 7, 8, 9, 5, 6, 7]
+    step, verify, blocks = step_for([req("b", history, [], grammar=object())], [7], p_draft=0.1)
+    STATE.step = step
+    try:
+        hooks.before_prepare_for_verify(verify)
+    finally:
+        STATE.step = None
+    assert blocks.tolist() == [[7, 1, 1, 1, 1]]

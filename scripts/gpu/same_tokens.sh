@@ -23,14 +23,7 @@ if [ -d /tmp/sgsite ]; then
   TS_ENGINE_ARGS=(--sglang-mem-fraction 0.4 --sglang-arg cuda_graph_max_bs_decode=32)
 else
   ts() { .venv/bin/turnspec "$@"; }
-  healthy() { .venv/bin/python -c "import sys,urllib.request as u; sys.exit(u.urlopen('http://127.0.0.1:$1/health', timeout=2).status != 200)" 2>/dev/null; }
-  wait_healthy() {
-    for _ in $(seq "${4:-400}"); do
-      healthy "$1" && return 0
-      kill -0 "$2" 2>/dev/null || { echo "server on port $1 died"; tail -n 30 "$3"; return 1; }
-      sleep 0.5
-    done; echo "server on port $1 not up"; return 1
-  }
+  HEALTH_PY=.venv/bin/python; source scripts/gpu/health.sh
   D=${DRAFTER:-default}; ENGINE=local; DRY=1; OUT=${OUT:-/tmp/same-tokens-out}
   PY=.venv/bin/python; LEVELS=${LEVELS:-1,2}; DUR=${DUR:-4}; CONVS=${CONVS:-4}
   TS_ENGINE_ARGS=(--max-batch 8)

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Issue 53: output tok/s of turnspec's speculator inside SGLang, against stock DFLASH and no
+# speculation on the same GPU, and SGLang's own server with the plugin, after
+# `bash scripts/gpu/sglang.sh unpack` (the drafter at /tmp/sgcarry/drafter):
+#   bash scripts/gpu/plugin_load.sh up        # every server at once, each on a slice of the GPU
+#   bash scripts/gpu/plugin_load.sh run voice # one server after another (the others idle):
+#   bash scripts/gpu/plugin_load.sh run generic  # `turnspec loadtest --sweep`, then `down`
+# Servers: ts-none (--speculator none), ts-stock (DFLASH, the drafter alone), ts-lookup
+# (DFLASH + --sglang-spec lookup), all `turnspec serve --engine sglang`; sg-lookup is
+# `python -m sglang.launch_server` with DFLASH and the plugin armed (TURNSPEC_SGLANG_SPEC).
+# Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
+# scripted history resent (the same prompt ids on every server), tools with the grammar; generic
+# prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
+# structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
+# Knobs: LEVELS (1,8,32), DUR (10 s a level), MEM (0.18 of the GPU a server).
+# Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
+# ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
+set -uo pipefail
+R=runs/plugin-load; mkdir -p $R
+if [ -d /tmp/sgsite ]; then
+  source scripts/gpu/sglang_env.sh
+  D=${DRAFTER:-/tmp/sgcarry/drafter}; DRY=; PY=python3
+  LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-10}
+  ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.18}" --sglang-arg cuda_graph_max_bs_decode=32)
+  SERVERS="ts-none ts-stock ts-lookup sg-lookup"
+else
+  ts() { .venv/bin/turnspec "$@"; }
+  HEALTH_PY=.venv/bin/python; source scripts/gpu/health.sh
+  D=${DRAFTER:-default}; DRY=1; PY=.venv/bin/python; OUT=${OUT:-/tmp/plugin-load-out}
+  LEVELS=${LEVELS:-1,2}; DUR=${DUR:-3}
+  ENG=(--engine local --max-batch 8)
+  SERVERS="ts-none ts-stock"
+fi
+mkdir -p "$OUT"
+M=$(ts models prepare 2>/dev/null | tail -n 1)
+declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034)
+start() {  # start NAME: the server in the background, its log and pid under $R
+  local name=$1 port=${PORT[$1]} args=()
+  case $name in
+    ts-none) args=(--speculator none) ;;
+    ts-stock) args=(--speculator "$D") ;;
+    ts-lookup) args=(--speculator "$D" --sglang-spec lookup) ;;
+  esac
+  if [ "$name" = sg-lookup ]; then
+    TURNSPEC_SGLANG_SPEC=lookup setsid nohup python3 -m sglang.launch_server --model-path "$M" \
+      --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
+      --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
+      --dtype bfloat16 --mem-fraction-static "${MEM:-0.18}" --cuda-graph-max-bs-decode 32 \
+      --enable-metrics --host 127.0.0.1 --port "$port" > $R/$name.log 2>&1 < /dev/null &
+  else
+    setsid nohup "$PY" -m turnspec.cli.main serve "${ENG[@]}" --model "$M" "${args[@]}" \
+      --port "$port" --grpc-port -1 > $R/$name.log 2>&1 < /dev/null &
+  fi
+  echo $! > $R/$name.pid
+}
+down() { for n in $SERVERS; do [ -f $R/$n.pid ] && kill -TERM -- -"$(cat $R/$n.pid)" 2>/dev/null; done
+         sleep 5; for n in $SERVERS; do [ -f $R/$n.pid ] && kill -KILL -- -"$(cat $R/$n.pid)" 2>/dev/null; done; true; }
+load() {  # load NAME URL FILE MODE MAXTOK [ARGS...]
+  local name=$1 url=$2 file=$3 mode=$4 maxtok=$5; shift 5
+  ts loadtest --url "$url" --workload "$file" --tool-mode "$mode" --sweep "$LEVELS" \
+    --duration "$DUR" --warmup 2 --grace 10 --no-progress --history '' --max-tokens "$maxtok" \
+    --out $R/$name.json "$@" > $R/$name.txt 2>&1
+  echo "== $name after ${SECONDS}s"; grep -E '^(turns:|TTFT )' $R/$name.txt
+}
+info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)
+  curl -s "http://127.0.0.1:${PORT[sg-lookup]}/server_info" > $R/sg-lookup-info-$1.json || true
+}
+case "${1:-}" in
+up)
+  ts workload render --out $R/voice-ids.jsonl --workload speculator/eval/voice.jsonl \
+    --conversations 82 --max-tokens 96 --model "$M"
+  ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
+    --conversations 119 --max-tokens 160 --model "$M" --no-tools
+  for n in $SERVERS; do start $n; done
+  for n in $SERVERS; do
+    wait_healthy "${PORT[$n]}" "$(cat $R/$n.pid)" $R/$n.log 600 && echo "$n up after ${SECONDS}s"
+  done
+  ;;
+run)
+  wl=${2:?run voice|generic}
+  for n in $SERVERS; do
+    p=${PORT[$n]}
+    healthy "$p" || { echo "$n is not up"; tail -n 20 $R/$n.log; continue; }
+    case $n:$wl in
+      sg-*:voice) load $n-voice http://127.0.0.1:$p/generate $R/voice-ids.jsonl grammar 96 ;;
+      sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none 160 ;;
+      *:voice) load $n-voice ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
+                 grammar 96 --resend-history ;;
+      *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none 160 ;;
+    esac
+  done
+  [ -n "$DRY" ] || info "$wl"
+  if [ "$wl" = generic ]; then
+    down
+    $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json
+  fi
+  tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null)
+  ;;
+down) down ;;
+*) echo "usage: bash scripts/gpu/plugin_load.sh up | run voice|generic | down" >&2; exit 2 ;;
+esac

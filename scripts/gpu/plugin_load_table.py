@@ -1,0 +1,98 @@
+"""Issue 53's load table, from the load-test JSONs scripts/gpu/plugin_load.sh writes: per workload
+and concurrency, output tok/s, TTFT p50 and τ (mean over turns) of no speculation, stock DFLASH
+and DFLASH with turnspec's plugin through `turnspec serve --engine sglang`, and the plugin in
+SGLang's own server, with the issue's bars:
+
+    c=1: plugin >= 1.5x stock (voice), >= 1.2x (generic); c=8: >= 1.2x; c=32: >= 0.97x the
+    better of stock and none; TTFT p50 within +1 ms of stock; SGLang's own server with the
+    plugin within 5% of turnspec's tok/s.
+
+    python scripts/gpu/plugin_load_table.py RUN_DIR [--json OUT.json]
+
+RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup, sg-lookup and
+WORKLOAD in voice, generic; a missing file leaves its cells empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from same_tokens_table import levels
+
+NAMES = ("ts-none", "ts-stock", "ts-lookup", "sg-lookup")
+WORKLOADS = ("voice", "generic")
+C1_BAR = {"voice": 1.5, "generic": 1.2}
+C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
+
+
+def cell(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    m = run["metrics"]
+    return {"tok_s": run["throughput"]["output_tokens_per_s"],
+            "ttft_p50": (m.get("ttft_ms") or {}).get("p50"),
+            "tau": (m.get("tau") or {}).get("mean"), "errors": run["requests"]["errors"]}
+
+
+def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool | None]:
+    """Each bar this row is judged by: True / False, None where a side is missing."""
+    def tok(name: str) -> float | None:
+        return got[name]["tok_s"] if got.get(name) else None
+
+    plug, stock, none, own = tok("ts-lookup"), tok("ts-stock"), tok("ts-none"), tok("sg-lookup")
+    out: dict[str, bool | None] = {}
+    if c == 1:
+        out["c1"] = None if None in (plug, stock) else plug >= C1_BAR[workload] * stock
+    elif c == 8:
+        out["c8"] = None if None in (plug, stock) else plug >= C8_BAR * stock
+    elif c == 32:
+        out["c32"] = (None if None in (plug, stock, none)
+                      else plug >= C32_FLOOR * max(stock, none))
+    ttft = [(got[n] or {}).get("ttft_p50") for n in ("ts-lookup", "ts-stock")]
+    out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
+    out["own_server"] = None if None in (plug, own) else abs(own - plug) <= OWN_SERVER * plug
+    return out
+
+
+def table(folder: Path) -> list[dict[str, Any]]:
+    rows = []
+    for wl in WORKLOADS:
+        runs = {n: levels(json.loads(p.read_text())) for n in NAMES
+                if (p := folder / f"{n}-{wl}.json").exists()}
+        for c in sorted({c for lv in runs.values() for c in lv}):
+            got = {n: cell(runs.get(n, {}).get(c)) for n in NAMES}
+            rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got)})
+    return rows
+
+
+def show(rows: list[dict[str, Any]]) -> None:
+    def fmt(x: dict | None, key: str, f: str) -> str:
+        return format(x[key], f) if x and x.get(key) is not None else "-"
+
+    print(f"{'workload':8} {'c':>3} | " + " | ".join(f"{n:>21}" for n in NAMES) + " | bars")
+    print(f"{'':12} | " + " | ".join(f"{'tok/s ttft50 tau':>21}" for _ in NAMES) + " |")
+    for r in rows:
+        cells = [f"{fmt(r[n], 'tok_s', '7.0f')} {fmt(r[n], 'ttft_p50', '6.1f')} "
+                 f"{fmt(r[n], 'tau', '5.2f')}" for n in NAMES]
+        marks = " ".join(f"{k}:{'-' if v is None else 'ok' if v else 'MISS'}"
+                         for k, v in r["bars"].items())
+        print(f"{r['workload']:8} {r['concurrency']:>3} | " + " | ".join(f"{c:>21}" for c in cells)
+              + f" | {marks}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder", type=Path)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    rows = table(args.folder)
+    show(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -93,8 +93,9 @@ async def _grpc(stub: pb_grpc.GenerationStub, mode: str, meta: tuple, timeout: f
 async def run_storm(host: str, port: int, grpc_port: int, clients: int, *,
                     api_key: str | None = None, timeout_s: float = 300.0,
                     modes: tuple[str, ...] = MODES,
-                    on_drop: Callable[[], None] | None = None) -> StormResult:
-    """Start `clients` turns at once, each dropped in one of `modes` (round robin)."""
+                    on_drop: Callable[[str], None] | None = None) -> StormResult:
+    """Start `clients` turns at once, each dropped in one of `modes` (round robin);
+    `on_drop(mode)` after each drop."""
     auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     meta = (("authorization", auth["Authorization"]),) if auth else ()
     result = StormResult(clients)
@@ -118,7 +119,7 @@ async def run_storm(host: str, port: int, grpc_port: int, clients: int, *,
                     grpc.aio.AioRpcError, json.JSONDecodeError) as e:
                 result.failures.append(f"{mode}: {type(e).__name__}: {e}"[:200])
             if on_drop is not None:
-                on_drop()
+                on_drop(mode)
         await asyncio.gather(*(one(i) for i in range(clients)))
     await channel.close()
     result.seconds = time.perf_counter() - t0

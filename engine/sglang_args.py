@@ -8,7 +8,7 @@ import argparse
 import json
 
 from turnspec.engine.sglang import SGLangConfig
-from turnspec.engine.sglang_plugin.config import MODES, PluginConfig
+from turnspec.engine.sglang_plugin.config import MODES, PLAN_POINTS, PluginConfig
 
 # the flags add_sglang_args defines (argparse dests): the ones a command rejects for another engine
 SGLANG_FLAGS = ("sglang_mem_fraction", "sglang_attention_backend", "sglang_arg", "sglang_spec")
@@ -31,6 +31,11 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                         "engine/sglang_plugin/): lookup = each greedy row verifies the block "
                         "turnspec's planner picks, the drafter's or its prompt-lookup "
                         "continuation; off = stock DFLASH (default: %(default)s)")
+    g.add_argument("--sglang-spec-plan-at", choices=PLAN_POINTS, default="verify",
+                   help="where in SGLang's step the plugin plans: verify = before SGLang loads "
+                        "the verify (measured); launch = after, just before the target runs, so "
+                        "the loading overlaps the draft (not yet measured on a GPU) "
+                        "(default: %(default)s)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -59,7 +64,7 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
         model_dir=resolve_model_dir(args.model), speculator=spec,
         spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg),
-        plugin=PluginConfig(mode=args.sglang_spec))
+        plugin=PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at))
 
 
 def other_engine_flags(args: argparse.Namespace, command: str,

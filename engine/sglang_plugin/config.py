@@ -4,6 +4,8 @@ environment of the process that started them).
 
     TURNSPEC_SGLANG_SPEC      off (default) | lookup: speculation mode
     TURNSPEC_SPEC_LOOKUP_BELOW  the lookup rule's threshold (SpecOptions.lookup_below)
+    TURNSPEC_SGLANG_PLAN_AT   verify (default) | launch: where in the step the plan runs
+                              (hooks.py; `launch` is not yet measured on a GPU)
 
 `turnspec serve --engine sglang` sets these from its own flags (engine/sglang_args.py); a user of
 SGLang's own server exports them before `python -m sglang.launch_server`.
@@ -17,20 +19,27 @@ from dataclasses import dataclass
 from turnspec.engine.spec.options import SpecOptions
 
 MODES = ("off", "lookup")
+PLAN_POINTS = ("verify", "launch")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
+ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
 
 
 @dataclass(slots=True, frozen=True)
 class PluginConfig:
     """`mode` "lookup": each greedy row verifies the speculation core's chosen block (the
-    drafter's, or its prompt-lookup continuation) in place of the drafter's block."""
+    drafter's, or its prompt-lookup continuation) in place of the drafter's block. `plan_at`
+    "verify": the plan runs before SGLang loads the verify; "launch": after it, just before the
+    target runs, so SGLang's loading overlaps the draft on the GPU (hooks.py)."""
     mode: str = "off"
     lookup_below: float = SpecOptions().lookup_below
+    plan_at: str = "verify"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"{ENV_MODE}={self.mode!r}: expected one of {MODES}")
+        if self.plan_at not in PLAN_POINTS:
+            raise ValueError(f"{ENV_PLAN_AT}={self.plan_at!r}: expected one of {PLAN_POINTS}")
         SpecOptions(lookup_below=self.lookup_below)  # validates
 
     @property
@@ -50,8 +59,10 @@ class PluginConfig:
             lookup_below = float(below) if below else SpecOptions().lookup_below
         except ValueError:
             raise ValueError(f"{ENV_LOOKUP_BELOW}={below!r}: expected a number") from None
-        return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below)
+        return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below,
+                   plan_at=env.get(ENV_PLAN_AT, "verify") or "verify")
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""
-        return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below)}
+        return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below),
+                ENV_PLAN_AT: self.plan_at}

@@ -3,8 +3,10 @@
 
 usage (on the device, after `sglang.sh unpack`; one mode a process, as SGLang starts one engine
 a process cleanly):
-    python3 scripts/gpu/plugin_check.py run none|stock|lookup OUT.json [--n 64] [--max-new 160]
-    python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json
+    python3 scripts/gpu/plugin_check.py run none|stock|lookup|late OUT.json [--n 64] [--max-new 160]
+    python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json, ...
+
+`late` is `lookup` planned at the verify's launch (TURNSPEC_SGLANG_PLAN_AT=launch).
 
 `run` writes each turn's output ids, verify steps and committed tokens, the wall time, and the
 plugin's counters from SGLang's own server info. `compare` prints τ per split (tokens per
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EVALSET = ROOT / "docs/gpu-runs/2026-12-04-copy-rule/evalset-samples.jsonl.gz"
 SPLITS = ("independent-voice", "independent-generic")
 CHUNK = 32  # prompts a generate call (cuda_graph_max_bs_decode below)
+MODES = ("none", "stock", "lookup", "late")
 
 
 def turns(n: int) -> list[tuple[str, str, list[int]]]:
@@ -48,7 +51,8 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
     from turnspec.engine.sglang_plugin.arm import arm
     from turnspec.engine.sglang_plugin.config import PluginConfig
 
-    arm(PluginConfig(mode="lookup" if mode == "lookup" else "off"))
+    arm(PluginConfig(mode="lookup" if mode in ("lookup", "late") else "off",
+                     plan_at="launch" if mode == "late" else "verify"))
     kw = {"model_path": model, "dtype": "bfloat16", "attention_backend": "triton",
           "sampling_backend": "pytorch", "mem_fraction_static": mem, "log_level": "error",
           "cuda_graph_max_bs_decode": 32}
@@ -79,7 +83,7 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
 
 
 def compare(folder: Path) -> None:
-    runs = {m: json.loads((folder / f"{m}.json").read_text()) for m in ("none", "stock", "lookup")
+    runs = {m: json.loads((folder / f"{m}.json").read_text()) for m in MODES
             if (folder / f"{m}.json").exists()}
     ref = {r["id"]: r["output_ids"] for r in runs.get("none", {"rows": []})["rows"]}
     print(f"{'mode':8} {'split':22} {'tau':>6} {'tok/s':>8} {'same as none':>13}")
@@ -99,7 +103,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("mode", choices=("none", "stock", "lookup"))
+    r.add_argument("mode", choices=MODES)
     r.add_argument("out", type=Path)
     r.add_argument("--n", type=int, default=64)
     r.add_argument("--max-new", type=int, default=160)

@@ -6,13 +6,14 @@
 #   bash scripts/gpu/plugin_load.sh run voice # one server after another (the others idle):
 #   bash scripts/gpu/plugin_load.sh run generic  # `turnspec loadtest --sweep`, then `down`
 # Servers: ts-none (--speculator none), ts-stock (DFLASH, the drafter alone), ts-lookup
-# (DFLASH + --sglang-spec lookup), all `turnspec serve --engine sglang`; sg-lookup is
+# (DFLASH + --sglang-spec lookup), ts-late (the same planned at the verify's launch:
+# --sglang-spec-plan-at launch), all `turnspec serve --engine sglang`; sg-lookup is
 # `python -m sglang.launch_server` with DFLASH and the plugin armed (TURNSPEC_SGLANG_SPEC).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
-# Knobs: LEVELS (1,8,32), DUR (10 s a level), MEM (0.18 of the GPU a server).
+# Knobs: LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS.
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
 set -uo pipefail
@@ -21,8 +22,8 @@ if [ -d /tmp/sgsite ]; then
   source scripts/gpu/sglang_env.sh
   D=${DRAFTER:-/tmp/sgcarry/drafter}; DRY=; PY=python3
   LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-10}
-  ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.18}" --sglang-arg cuda_graph_max_bs_decode=32)
-  SERVERS="ts-none ts-stock ts-lookup sg-lookup"
+  ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.15}" --sglang-arg cuda_graph_max_bs_decode=32)
+  SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-late sg-lookup}
 else
   ts() { .venv/bin/turnspec "$@"; }
   HEALTH_PY=.venv/bin/python; source scripts/gpu/health.sh
@@ -33,19 +34,20 @@ else
 fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
-declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034)
+declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-late]=18035)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
     ts-none) args=(--speculator none) ;;
     ts-stock) args=(--speculator "$D") ;;
     ts-lookup) args=(--speculator "$D" --sglang-spec lookup) ;;
+    ts-late) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at launch) ;;
   esac
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=lookup setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
-      --dtype bfloat16 --mem-fraction-static "${MEM:-0.18}" --cuda-graph-max-bs-decode 32 \
+      --dtype bfloat16 --mem-fraction-static "${MEM:-0.15}" --cuda-graph-max-bs-decode 32 \
       --enable-metrics --host 127.0.0.1 --port "$port" > $R/$name.log 2>&1 < /dev/null &
   else
     setsid nohup "$PY" -m turnspec.cli.main serve "${ENG[@]}" --model "$M" "${args[@]}" \

@@ -9,7 +9,8 @@ SGLang's own server, with the issue's bars:
 
     python scripts/gpu/plugin_load_table.py RUN_DIR [--json OUT.json]
 
-RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup, sg-lookup and
+RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup, ts-late (the plugin
+planned at the verify's launch: judged by the same bars in `late_*`), sg-lookup and
 WORKLOAD in voice, generic; a missing file leaves its cells empty.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from same_tokens_table import levels
 
-NAMES = ("ts-none", "ts-stock", "ts-lookup", "sg-lookup")
+NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-late", "sg-lookup")
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
@@ -54,6 +55,12 @@ def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool |
     ttft = [(got[n] or {}).get("ttft_p50") for n in ("ts-lookup", "ts-stock")]
     out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
     out["own_server"] = None if None in (plug, own) else abs(own - plug) <= OWN_SERVER * plug
+    late = tok("ts-late")
+    if late is not None and stock is not None:
+        bar = {1: C1_BAR[workload] * stock, 8: C8_BAR * stock}.get(c)
+        if c == 32 and none is not None:
+            bar = C32_FLOOR * max(stock, none)
+        out["late"] = None if bar is None else late >= bar
     return out
 
 

@@ -44,3 +44,13 @@ def test_config_from_the_flags(smollm2_dir: Path) -> None:
     assert spec.speculator == str(DEFAULT_DRAFTER_DIR) and spec.spec_block_size == 8
     with pytest.raises(ValueError, match="mem_fraction: expected 0.1..0.95, got 0.99"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-mem-fraction", "0.99"))
+
+
+def test_the_plugin_flags(smollm2_dir: Path) -> None:
+    cfg = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
+                                        "--sglang-spec", "lookup",
+                                        "--sglang-spec-plan-at", "launch"))
+    assert cfg.plugin.mode == "lookup" and cfg.plugin.plan_at == "launch"
+    assert sglang_config_from_args(_args("--model", str(smollm2_dir))).plugin.plan_at == "verify"
+    with pytest.raises(SystemExit):
+        _args("--sglang-spec-plan-at", "later")

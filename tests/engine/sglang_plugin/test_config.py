@@ -13,7 +13,7 @@ from turnspec.engine.sglang_plugin.config import ENV_MODE, PluginConfig
 
 def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     assert not PluginConfig.from_env({}).armed
-    cfg = PluginConfig(mode="lookup", lookup_below=3.0)
+    cfg = PluginConfig(mode="lookup", lookup_below=3.0, plan_at="launch")
     back = PluginConfig.from_env(cfg.to_env())
     assert back == cfg and back.armed
     opts = back.options()
@@ -24,6 +24,7 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     ({ENV_MODE: "tree"}, "TURNSPEC_SGLANG_SPEC='tree': expected one of"),
     ({ENV_MODE: "lookup", "TURNSPEC_SPEC_LOOKUP_BELOW": "x"}, "expected a number"),
     ({ENV_MODE: "lookup", "TURNSPEC_SPEC_LOOKUP_BELOW": "-1"}, "lookup_below: expected >= 0"),
+    ({ENV_MODE: "lookup", "TURNSPEC_SGLANG_PLAN_AT": "later"}, "TURNSPEC_SGLANG_PLAN_AT='later'"),
 ])
 def test_a_bad_environment_is_refused(env: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -109,3 +109,29 @@ def test_without_the_grammar_walk_grammar_rows_keep_the_drafters_block() -> None
     finally:
         STATE.step = None
     assert blocks.tolist() == [[7, 1, 1, 1, 1]]
+
+
+def test_planning_at_the_launch_swaps_after_sglang_loaded_the_verify() -> None:
+    """plan_at "launch": nothing happens where DFLASH builds its grammar chain or before it
+    loads the verify; after the load, the plan swaps the blocks, the verify batch's ids follow
+    (here a separate tensor) and the grammar walk's copy is taken from the swapped blocks."""
+    STATE.configure(PluginConfig(mode="lookup", plan_at="launch"))
+    STATE.stats.clear()
+    history = [5, 6, 7, 8, 9, 5, 6, 7]
+    reqs = [req("a", history, []), req("b", history, [], grammar=object())]
+    step, verify, blocks = step_for(reqs, [7, 7], p_draft=0.1)
+    loaded = SimpleNamespace(input_ids=verify.draft_token.clone())  # what SGLang loaded
+    STATE.step = step
+    try:
+        chain = hooks.around_grammar_chain(
+            lambda cls, ids: SimpleNamespace(resolve=lambda: ids.clone()), object, blocks)
+        hooks.before_prepare_for_verify(verify)
+        assert blocks.tolist() == [[7, 1, 1, 1, 1]] * 2 and STATE.stats["steps"] == 0
+        hooks.after_prepare_for_verify((loaded, True), verify)
+    finally:
+        STATE.step = None
+        STATE.configure(PluginConfig(mode="lookup"))
+    swapped = [[7, 8, 9, 5, 6], [7, 8, 9, 5, 6]]
+    assert blocks.tolist() == swapped and STATE.stats["grammar_rows_swapped"] == 1
+    assert loaded.input_ids.view(2, B).tolist() == swapped
+    assert chain.resolve().tolist() == swapped

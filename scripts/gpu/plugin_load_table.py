@@ -1,5 +1,6 @@
 """Issue 53's load table, from the load-test JSONs scripts/gpu/plugin_load.sh writes: per workload
-and concurrency, output tok/s, TTFT p50 and τ (mean over turns) of no speculation, stock DFLASH
+and concurrency, output tok/s, TTFT p50 and τ (tokens per verify step, pooled over the turns) of no
+speculation, stock DFLASH
 and DFLASH with turnspec's plugin through `turnspec serve --engine sglang`, and the plugin in
 SGLang's own server, with the issue's bars:
 
@@ -29,13 +30,24 @@ C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
 
 
+def pooled_tau(run: dict[str, Any]) -> float | None:
+    """Tokens per verify step over all turns (the load test keeps each turn's τ; the mean of
+    those weighs a short turn like a long one). A turn's tokens: (E2E - TTFT) / TPOT + 1."""
+    s = run.get("samples") or {}
+    turns = list(zip(s.get("e2e_ms") or [], s.get("ttft_ms") or [], s.get("tpot_ms") or [],
+                     s.get("tau") or [], strict=False))
+    tokens = [((e - t) / p + 1 if p else 1.0, tau) for e, t, p, tau in turns if tau]
+    steps = sum(k / tau for k, tau in tokens)
+    return sum(k for k, _ in tokens) / steps if steps else None
+
+
 def cell(run: dict[str, Any] | None) -> dict[str, Any] | None:
     if run is None:
         return None
     m = run["metrics"]
     return {"tok_s": run["throughput"]["output_tokens_per_s"],
             "ttft_p50": (m.get("ttft_ms") or {}).get("p50"),
-            "tau": (m.get("tau") or {}).get("mean"), "errors": run["requests"]["errors"]}
+            "tau": pooled_tau(run), "errors": run["requests"]["errors"]}
 
 
 def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool | None]:

@@ -13,7 +13,8 @@
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
-# Knobs: LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS.
+# Knobs: LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS, UP_S
+# (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
 set -uo pipefail
@@ -64,6 +65,7 @@ load() {  # load NAME URL FILE MODE MAXTOK [ARGS...]
     --out $R/$name.json "$@" > $R/$name.txt 2>&1
   echo "== $name after ${SECONDS}s"; grep -E '^(turns:|TTFT )' $R/$name.txt
 }
+pack() { tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null); }
 info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)
   curl -s "http://127.0.0.1:${PORT[sg-lookup]}/server_info" > $R/sg-lookup-info-$1.json || true
 }
@@ -74,9 +76,17 @@ up)
   ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
     --conversations 119 --max-tokens 160 --model "$M" --no-tools
   for n in $SERVERS; do start $n; done
-  for n in $SERVERS; do
-    wait_healthy "${PORT[$n]}" "$(cat $R/$n.pid)" $R/$n.log 600 && echo "$n up after ${SECONDS}s"
+  trap pack EXIT  # the logs come back even when the call runs out of time
+  left=" $SERVERS "; deadline=$((SECONDS + ${UP_S:-300}))
+  while [ -n "${left// /}" ] && [ $SECONDS -lt $deadline ]; do  # all at once: who is slow shows
+    for n in $left; do
+      if healthy "${PORT[$n]}"; then echo "$n up after ${SECONDS}s"; left=${left/ $n / }
+      elif ! kill -0 "$(cat $R/$n.pid)" 2>/dev/null; then
+        echo "$n died"; tail -n 30 $R/$n.log; left=${left/ $n / }
+      fi
+    done; sleep 0.5
   done
+  for n in $left; do echo "$n not up after ${SECONDS}s"; tail -n 30 $R/$n.log; done
   ;;
 run)
   wl=${2:?run voice|generic}
@@ -96,7 +106,7 @@ run)
     down
     $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json
   fi
-  tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null)
+  pack
   ;;
 down) down ;;
 *) echo "usage: bash scripts/gpu/plugin_load.sh up | run voice|generic | down" >&2; exit 2 ;;

@@ -144,7 +144,8 @@ def build_result(run: RunResult, *, url: str, transport: str, loopback: bool,
                      "warmup": {"ok": sum(r.ok for r in run.warmup_records),
                                 "total": len(run.warmup_records)}},
         "throughput": {"duration_s": dur, "requests_per_s": len(ok) / dur if dur else None,
-                       "output_tokens_per_s": out_tokens / dur if dur else None},
+                       "output_tokens_per_s": out_tokens / dur if dur else None,
+                       "tau": pooled_tau(ok)},
         "metrics": metrics(recs, loopback),
         "breakdown": breakdown(recs),
         "goodput": goodput(recs, slo, dur) if slo is not None else None,
@@ -155,6 +156,14 @@ def build_result(run: RunResult, *, url: str, transport: str, loopback: bool,
         "samples": samples(recs),
     }
     return result
+
+
+def pooled_tau(recs: Sequence[RequestRecord]) -> float | None:
+    """Tokens committed per verify step over all the turns (τ as the engine counts it); the
+    `tau` metric summarises each turn's own, which weighs a short turn like a long one."""
+    counts = [c for c in (r.spec_counts for r in recs) if c is not None]
+    steps = sum(s for _, s in counts)
+    return sum(c for c, _ in counts) / steps if steps else None
 
 
 def _examples(recs: Sequence[RequestRecord]) -> dict[str, str]:

@@ -120,6 +120,13 @@ class RequestRecord:
         return spec.get("tau") if spec.get("verify_steps") else None
 
     @property
+    def spec_counts(self) -> tuple[int, int] | None:
+        """(committed tokens, verify steps) of a speculative turn, else None."""
+        spec = self.turnspec.get("spec") or {}
+        steps = int(spec.get("verify_steps") or 0)
+        return (int(spec.get("committed_tokens") or 0), steps) if steps else None
+
+    @property
     def output_tokens(self) -> int | None:
         """From the server's usage (chat: completion_tokens, Responses: output_tokens)."""
         u = self.usage

@@ -45,7 +45,8 @@ def format_table(res: dict[str, Any]) -> str:
              f"{rq['barged_in']} barged in, {rq['unfinished']} unfinished, "
              f"{rq['ws_resyncs']} WS resyncs   window {tp['duration_s']:.1f} s   "
              f"{_f(tp['requests_per_s'], 0).strip()} turns/s   "
-             f"{_f(tp['output_tokens_per_s'], 0).strip()} output tok/s"]
+             f"{_f(tp['output_tokens_per_s'], 0).strip()} output tok/s"
+             + (f"   tau {tp['tau']:.2f} (all turns)" if tp.get("tau") else "")]
     gp = res.get("goodput")
     if gp:
         slo = ",".join(f"{k[:-3]}:{v:g}" for k, v in gp["slo"].items() if v is not None)

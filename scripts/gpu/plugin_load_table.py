@@ -31,8 +31,10 @@ C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
 
 
 def pooled_tau(run: dict[str, Any]) -> float | None:
-    """Tokens per verify step over all turns (the load test keeps each turn's τ; the mean of
-    those weighs a short turn like a long one). A turn's tokens: (E2E - TTFT) / TPOT + 1."""
+    """Tokens per verify step over all turns: the load test's own (`throughput.tau`), or for a
+    result written before it had one, from each turn's τ and tokens ((E2E - TTFT) / TPOT + 1)."""
+    if "tau" in run["throughput"]:
+        return run["throughput"]["tau"]
     s = run.get("samples") or {}
     turns = list(zip(s.get("e2e_ms") or [], s.get("ttft_ms") or [], s.get("tpot_ms") or [],
                      s.get("tau") or [], strict=False))

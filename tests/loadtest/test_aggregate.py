@@ -95,3 +95,21 @@ def test_late_open_loop_arrivals_are_flagged():
         "open-loop arrivals late: lag p99 40.0 ms > 10 ms"]
     assert sat["cause"] == "the client's own work blocks its event loop (it used 97% of a core)"
     assert not saturation(RunResult(loop_lag_ms=[0.5] * 100), 10.0)["client_bound"]
+
+
+def test_pooled_tau_weighs_turns_by_their_tokens():
+    """A 4-token turn in 1 step and a 96-token turn in 48 steps: each turn's τ averages 3.0,
+    the tokens per verify step over both are 100 / 49; the report prints the pooled one."""
+    short, long_, plain = rec(tokens=4), rec(tokens=96), rec()
+    short.turnspec = {"spec": {"verify_steps": 1, "committed_tokens": 4, "tau": 4.0}}
+    long_.turnspec = {"spec": {"verify_steps": 48, "committed_tokens": 96, "tau": 2.0}}
+    res = build_result(RunResult(records=[short, long_, plain], wall_s=1.0), url="http://h/v1",
+                       transport="http", loopback=False, workload="voice", load={
+                           "mode": "closed", "concurrency": 1}, args={})
+    assert res["metrics"]["tau"]["mean"] == pytest.approx(3.0)
+    assert res["throughput"]["tau"] == pytest.approx(100 / 49)
+    from turnspec.loadtest.report import format_table
+    assert "tau 2.04 (all turns)" in format_table(res).splitlines()[1]
+    none = build_result(RunResult(records=[plain], wall_s=1.0), url="http://h/v1",
+                        transport="http", loopback=False, workload="voice", load={}, args={})
+    assert none["throughput"]["tau"] is None

@@ -9,16 +9,17 @@ registry), in the order a decode step meets them:
     GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
                                              core picks each row's block (lookup_swap.py) before
                                              DFLASH copies the blocks for its grammar walk
-    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar
+    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar;
+                                             AFTER: the same under plan_at "launch" (below)
+    DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve
+    Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
+                                             server info (`internal_states[i]["turnspec"]`)
 
-With plan_at "launch" the plan waits instead until SGLang has loaded the verify (AFTER
+With plan_at "launch" the plan waits until SGLang has loaded the verify (AFTER
 prepare_for_verify), so that loading, host work, runs while the draft is still on the GPU; the
 plan's host sync then costs the GPU only the plan itself. The CUDA-graph replay copies the
 verify's input ids again at launch, so a block swapped there is the one verified, and the
 grammar walk's host copy is taken after the swap (LateChain).
-    DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve
-    Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
-                                             server info (`internal_states[i]["turnspec"]`)
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ import json
 from turnspec.engine.sglang import SGLangConfig
 from turnspec.engine.sglang_plugin.config import MODES, PLAN_POINTS, PluginConfig
 
-# the flags add_sglang_args defines (argparse dests): the ones a command rejects for another engine
-SGLANG_FLAGS = ("sglang_mem_fraction", "sglang_attention_backend", "sglang_arg", "sglang_spec")
 # the local engine's flags SGLang reads too (sglang_config_from_args)
 SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size")
 
@@ -84,8 +82,7 @@ def other_engine_flags(args: argparse.Namespace, command: str,
                     "only; expected SGLang's own flags (--sglang-mem-fraction, --sglang-arg "
                     "KEY=VALUE) instead")
         return None
-    given = given_flags(args, {k: v for k, v in parser_defaults(add_sglang_args).items()
-                               if k in SGLANG_FLAGS})
+    given = given_flags(args, parser_defaults(add_sglang_args))  # every one is SGLang's only
     return f"{command} --engine local: {', '.join(given)} apply to --engine sglang only" if given else None
 
 

@@ -52,29 +52,32 @@ def cell(run: dict[str, Any] | None) -> dict[str, Any] | None:
             "tau": pooled_tau(run), "errors": run["requests"]["errors"]}
 
 
+def floor(workload: str, c: int, stock: float | None, none: float | None) -> float | None:
+    """The tok/s a plugin server must reach at concurrency `c` (None: no bar at `c`, or a peer
+    missing): 1.5x / 1.2x stock at 1, 1.2x at 8, 0.97x the better of stock and none at 32."""
+    if stock is None or c not in (1, 8, 32) or (c == 32 and none is None):
+        return None
+    if c == 32:
+        return C32_FLOOR * max(stock, none)
+    return (C1_BAR[workload] if c == 1 else C8_BAR) * stock
+
+
 def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool | None]:
     """Each bar this row is judged by: True / False, None where a side is missing."""
     def tok(name: str) -> float | None:
         return got[name]["tok_s"] if got.get(name) else None
 
     plug, stock, none, own = tok("ts-lookup"), tok("ts-stock"), tok("ts-none"), tok("sg-lookup")
+    need = floor(workload, c, stock, none)
     out: dict[str, bool | None] = {}
-    if c == 1:
-        out["c1"] = None if None in (plug, stock) else plug >= C1_BAR[workload] * stock
-    elif c == 8:
-        out["c8"] = None if None in (plug, stock) else plug >= C8_BAR * stock
-    elif c == 32:
-        out["c32"] = (None if None in (plug, stock, none)
-                      else plug >= C32_FLOOR * max(stock, none))
+    if c in (1, 8, 32):
+        out[f"c{c}"] = None if None in (plug, need) else plug >= need
     ttft = [(got[n] or {}).get("ttft_p50") for n in ("ts-lookup", "ts-stock")]
     out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
     out["own_server"] = None if None in (plug, own) else abs(own - plug) <= OWN_SERVER * plug
     late = tok("ts-late")
     if late is not None and stock is not None:
-        bar = {1: C1_BAR[workload] * stock, 8: C8_BAR * stock}.get(c)
-        if c == 32 and none is not None:
-            bar = C32_FLOOR * max(stock, none)
-        out["late"] = None if bar is None else late >= bar
+        out["late"] = None if need is None else late >= need
     return out
 
 

@@ -32,8 +32,9 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sglang-spec-plan-at", choices=PLAN_POINTS, default="verify",
                    help="where in SGLang's step the plugin plans: verify = before SGLang loads "
                         "the verify (measured); launch = after, just before the target runs, so "
-                        "the loading overlaps the draft (not yet measured on a GPU) "
-                        "(default: %(default)s)")
+                        "the loading overlaps the draft; device = the rule picks on the GPU and "
+                        "the host never waits for the draft (launch, device: not yet measured "
+                        "on a GPU) (default: %(default)s)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:

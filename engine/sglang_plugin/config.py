@@ -4,8 +4,9 @@ environment of the process that started them).
 
     TURNSPEC_SGLANG_SPEC      off (default) | lookup: speculation mode
     TURNSPEC_SPEC_LOOKUP_BELOW  the lookup rule's threshold (SpecOptions.lookup_below)
-    TURNSPEC_SGLANG_PLAN_AT   verify (default) | launch: where in the step the plan runs
-                              (hooks.py; `launch` is not yet measured on a GPU)
+    TURNSPEC_SGLANG_PLAN_AT   verify (default) | launch | device: where in the step the plan
+                              waits for the draft (hooks.py; `launch` and `device` are not yet
+                              measured on a GPU)
 
 `turnspec serve --engine sglang` sets these from its own flags (engine/sglang_args.py); a user of
 SGLang's own server exports them before `python -m sglang.launch_server`.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from turnspec.engine.spec.options import SpecOptions
 
 MODES = ("off", "lookup")
-PLAN_POINTS = ("verify", "launch")
+PLAN_POINTS = ("verify", "launch", "device")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
 ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
@@ -30,7 +31,8 @@ class PluginConfig:
     """`mode` "lookup": each greedy row verifies the speculation core's chosen block (the
     drafter's, or its prompt-lookup continuation) in place of the drafter's block. `plan_at`
     "verify": the plan runs before SGLang loads the verify; "launch": after it, just before the
-    target runs, so SGLang's loading overlaps the draft on the GPU (hooks.py)."""
+    target runs, so SGLang's loading overlaps the draft on the GPU; "device": the rule picks on
+    the device and the host never waits for the draft (hooks.py)."""
     mode: str = "off"
     lookup_below: float = SpecOptions().lookup_below
     plan_at: str = "verify"

@@ -15,11 +15,16 @@ registry), in the order a decode step meets them:
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
                                              server info (`internal_states[i]["turnspec"]`)
 
-With plan_at "launch" the plan waits until SGLang has loaded the verify (AFTER
-prepare_for_verify), so that loading, host work, runs while the draft is still on the GPU; the
-plan's host sync then costs the GPU only the plan itself. The CUDA-graph replay copies the
-verify's input ids again at launch, so a block swapped there is the one verified, and the
-grammar walk's host copy is taken after the swap (LateChain).
+Where the plan waits for the draft (plan_at, config.py):
+    verify  the plan reads the drafter's block on the host (a sync), then SGLang loads the
+            verify: that loading, host work, waits for the draft too;
+    launch  the plan waits until SGLang has loaded the verify (AFTER prepare_for_verify), so the
+            loading runs while the draft is still on the GPU. The CUDA-graph replay copies the
+            verify's input ids again at launch, so a block swapped there is the one verified,
+            and the grammar walk's host copy is taken after the swap (LateChain);
+    device  the host never waits for the draft: it finds each row's lookup continuation while
+            the drafter runs and the rule picks on the device (lookup_swap.swap_on_device),
+            at the same two points as "verify".
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from turnspec.engine.sglang_plugin.checks import (
     VERIFY_INPUT,
     WORKER,
 )
-from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks
+from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks, swap_on_device
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
 
 TOP_K = 1  # top tokens kept per draft position: the lookup rule reads the drafter's own's
@@ -57,8 +62,8 @@ def around_forward(original, *args, **kwargs):
     if STATE.overlap and result is not None and batch.reqs:
         counts = result.accept_lens
         stride = int(result.speculative_num_draft_tokens or 1) if counts is not None else 1
-        STATE.pending = Pending([r.rid for r in batch.reqs], result.next_token_ids.clone(),
-                                counts.clone() if counts is not None else None, stride)
+        STATE.pending = Pending.copy_of([r.rid for r in batch.reqs], result.next_token_ids,
+                                        counts, stride)
     return result
 
 
@@ -68,7 +73,8 @@ def plan_once(blocks: torch.Tensor, grammar_ok: bool) -> None:
     if step is not None and not step.planned:
         step.planned = True
         STATE.stats["steps"] += 1
-        swap_blocks(step, blocks, grammar_ok)
+        swap = swap_on_device if STATE.config.plan_at == "device" else swap_blocks
+        swap(step, blocks, grammar_ok)
 
 
 class LateChain:
@@ -101,7 +107,7 @@ def around_grammar_chain(original, cls, verify_ids_2d):
 
 def before_prepare_for_verify(verify, *args, **kwargs):
     """Before the target verify is loaded (no grammar walk this step, or it already planned)."""
-    if STATE.config.plan_at == "verify":
+    if STATE.config.plan_at != "launch":
         n = int(verify.draft_token_num)
         plan_once(verify.draft_token.view(-1, n), grammar_ok=False)
     return None

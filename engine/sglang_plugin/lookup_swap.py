@@ -24,8 +24,9 @@ from typing import Any
 import torch
 
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
-from turnspec.engine.spec.planner import RowInput, plan_step
-from turnspec.engine.spec.proposers.drafter import blocks_from
+from turnspec.engine.spec.planner import LOOKUP_AGREE, RowInput, lookup_wins, plan_step
+from turnspec.engine.spec.proposers import Proposal
+from turnspec.engine.spec.proposers.drafter import blocks_from, reach_of
 
 
 def swappable(req: Any, grammar_ok: bool = False) -> bool:
@@ -37,14 +38,19 @@ def swappable(req: Any, grammar_ok: bool = False) -> bool:
         and sp.presence_penalty == 0 and sp.repetition_penalty == 1
 
 
-def committed(req: Any, pending: list[int] | None, anchor: int) -> list[int] | None:
-    """The row's tokens so far, ending with the block's anchor (the last committed token): the
-    scheduler's record, plus `pending` (the last step's commits) where the record does not
-    hold them yet; None when neither ends with the anchor."""
+def history(req: Any, pending: list[int] | None) -> list[int]:
+    """The row's tokens so far: the scheduler's record, plus `pending` (the last step's
+    commits) where the record does not hold them yet."""
     tokens = list(req.origin_input_ids)
     tokens.extend(req.output_ids)
     if pending and tokens[-len(pending):] != pending:
         tokens += pending
+    return tokens
+
+
+def committed(req: Any, pending: list[int] | None, anchor: int) -> list[int] | None:
+    """The row's `history`, if it ends with the block's anchor (the last committed token)."""
+    tokens = history(req, pending)
     return tokens if tokens and tokens[-1] == anchor else None
 
 
@@ -86,3 +92,42 @@ def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = Fals
                for i in changed]
         idx = torch.tensor(changed, device=blocks.device)
         blocks[idx, 1:] = torch.tensor(new, dtype=blocks.dtype).to(blocks.device)
+
+
+def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
+    """`swap_blocks` without waiting for the draft (plan_at "device"): each row's lookup
+    continuation is found on the host from its history while the drafter runs, and the
+    planner's rule (`lookup_wins`) picks between it and the drafter's block on the device. The
+    host waits only for the last step's commits (`STATE.take_pending`), which the GPU finished
+    before this step's draft; a row whose history does not end at the block's anchor keeps the
+    drafter's block (checked on the device too). Steps with no copy to offer do nothing."""
+    reqs = step.batch.reqs
+    bs, width = len(reqs), int(blocks.shape[1]) - 1
+    ok = [swappable(r, grammar_ok) for r in reqs]
+    if width < 1 or not any(ok):
+        return
+    pending = STATE.take_pending()
+    rows, offered = [], False
+    for i, req in enumerate(reqs):  # per row: continuation (-1 padded), its length, match, last
+        tokens = history(req, pending.get(req.rid)) if ok[i] else []
+        STATE.stats["rows_planned"] += bool(tokens)
+        cont = STATE.lookup.propose(tokens, width) if tokens else Proposal()
+        n = len(cont.tokens)
+        offered |= n >= 2
+        rows.append(cont.tokens + [-1] * (width - n)
+                    + [n, cont.match, tokens[-1] if tokens else -1, req.grammar is not None])
+    if not offered:
+        return
+    dev = blocks.device
+    packed = torch.tensor(rows, dtype=torch.int64, pin_memory=dev.type == "cuda")
+    packed = packed.to(dev, non_blocking=True)
+    cont, (n, match, last, grammar) = packed[:, :width], packed[:, width:].unbind(dim=1)
+    drafts = blocks[:, 1:]
+    _, lp = drafter_top(step, bs, width)
+    expected = reach_of(lp[..., 0].float().exp(), torch.full((bs,), width, device=dev)).sum(-1)
+    agrees = (cont[:, :LOOKUP_AGREE] == drafts[:, :LOOKUP_AGREE]).all(dim=-1)
+    anchored = last == blocks[:, 0]
+    take = lookup_wins(n, agrees, width, expected, STATE.options.lookup_below, match) & anchored
+    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
+    STATE.count_on_device(rows_swapped=take.sum(), grammar_rows_swapped=(take & (grammar > 0)).sum(),
+                          history_misses=((last >= 0) & ~anchored).sum())

@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from turnspec.engine.sglang_plugin.config import PluginConfig
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers.lookup import PromptLookup
@@ -28,15 +30,29 @@ class StepContext:
 
 @dataclass(slots=True)
 class Pending:
-    """What the last step committed, on the device: row i's tokens are
-    tokens[i * stride : i * stride + counts[i]] (counts None: one token a row)."""
+    """What the last step committed, copied to the host as the step ended: row i's tokens are
+    tokens[i * stride : i * stride + counts[i]] (counts None: one token a row). `done`: the
+    copy's CUDA event (None on the CPU)."""
     rids: list[str]
     tokens: Any
     counts: Any | None
     stride: int
+    done: Any | None = None
+
+    @classmethod
+    def copy_of(cls, rids: list[str], tokens: Any, counts: Any | None, stride: int) -> Pending:
+        """Start the host copy of a step's commits behind the step on its stream (no sync)."""
+        host = [t.to("cpu", non_blocking=True) if t is not None else None for t in (tokens, counts)]
+        done = None
+        if tokens.is_cuda:
+            done = torch.cuda.Event()
+            done.record()
+        return cls(rids, host[0], host[1], stride, done)
 
     def by_rid(self) -> dict[str, list[int]]:
-        """rid -> committed tokens (a host sync)."""
+        """rid -> committed tokens; waits for the copy, not for what the GPU queued after it."""
+        if self.done is not None:
+            self.done.synchronize()
         toks = self.tokens.tolist()
         counts = self.counts.tolist() if self.counts is not None else [1] * len(self.rids)
         return {rid: toks[i * self.stride : i * self.stride + int(counts[i])]
@@ -52,6 +68,8 @@ class PluginState:
     pending: Pending | None = None
     overlap: bool = False
     stats: Counter = field(default_factory=Counter)
+    # counters kept on the device (plan_at "device": reading them each step would wait for it)
+    device_stats: dict[str, Any] = field(default_factory=dict)
 
     def configure(self, config: PluginConfig) -> None:
         self.config, self.options = config, config.options()
@@ -62,8 +80,20 @@ class PluginState:
         pending, self.pending = self.pending, None
         return pending.by_rid() if pending is not None and self.overlap else {}
 
+    def count_on_device(self, **counts: Any) -> None:
+        """Add 0-d device tensors to the device counters, without a host sync."""
+        for name, value in counts.items():
+            if name in self.device_stats:
+                self.device_stats[name].add_(value)
+            else:
+                self.device_stats[name] = value.clone()
+
     def report(self) -> dict[str, Any]:
-        return {"mode": self.config.mode, **dict(self.stats)}
+        """The counters (a host sync for those kept on the device)."""
+        stats = Counter(self.stats)
+        for name, value in self.device_stats.items():
+            stats[name] += int(value)
+        return {"mode": self.config.mode, **dict(stats)}
 
 
 STATE = PluginState()

@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers import Proposal, Proposer
 from turnspec.engine.spec.proposers.drafter import DrafterBlocks
 from turnspec.engine.spec.swaps import apply_swaps, first_swaps, plan_swaps
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 # A lookup continuation whose first tokens are the drafter's own first drafts is taken even when
 # the drafter is confident, if it runs longer: the drafter agrees with the copy, so the copy's
@@ -63,18 +67,24 @@ class StepPlan:
         return max((sum(1 for t in b if t >= 0) for b in self.blocks), default=0)
 
 
+def lookup_wins(n: int | Tensor, agrees: bool | Tensor, verified: int | Tensor,
+                expected: float | Tensor, below: float, match: int | Tensor) -> bool | Tensor:
+    """The lookup rule itself, elementwise: on Python numbers for one row (`takes_lookup`), or
+    on tensors for a batch where it is decided on the device (the SGLang plugin). `n`: the
+    continuation's length; `agrees`: its first LOOKUP_AGREE tokens are the drafter's own."""
+    return (n >= 2) & ((expected < below) | (agrees & (n > verified))
+                       | ((match >= LOOKUP_MATCH) & (n > expected + 1)))
+
+
 def takes_lookup(cont: list[int], lead: list[int], verified: int, expected: float,
                  below: float, match: int = 0) -> bool:
     """The lookup continuation `cont` replaces the drafter's block when the drafter expects
     fewer than `below` accepted drafts, when `cont` starts with the drafter's own first
     LOOKUP_AGREE drafts (`lead`) and is longer than the `verified` drafts it would verify, or
     when its source matches the last `match` >= LOOKUP_MATCH tokens and it is longer than the
-    drafter's expected accepted drafts plus one."""
-    if len(cont) < 2:  # a single copied token is not worth a swap
-        return False
-    agrees = cont[:LOOKUP_AGREE] == lead[:LOOKUP_AGREE] and len(cont) > verified
-    copying = match >= LOOKUP_MATCH and len(cont) > expected + 1
-    return expected < below or agrees or copying
+    drafter's expected accepted drafts plus one. A single copied token is not worth a swap."""
+    return bool(lookup_wins(len(cont), cont[:LOOKUP_AGREE] == lead[:LOOKUP_AGREE], verified,
+                            expected, below, match))
 
 
 def row_candidates(chosen: list[int], own: list[int], cont: list[int],

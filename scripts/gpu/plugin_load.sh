@@ -7,7 +7,8 @@
 #   bash scripts/gpu/plugin_load.sh run generic  # `turnspec loadtest --sweep`, then `down`
 # Servers: ts-none (--speculator none), ts-stock (DFLASH, the drafter alone), ts-lookup
 # (DFLASH + --sglang-spec lookup), ts-late (the same planned at the verify's launch:
-# --sglang-spec-plan-at launch), all `turnspec serve --engine sglang`; sg-lookup is
+# --sglang-spec-plan-at launch), ts-device (the rule decided on the GPU: --sglang-spec-plan-at
+# device), all `turnspec serve --engine sglang`; sg-lookup is
 # `python -m sglang.launch_server` with DFLASH and the plugin armed (TURNSPEC_SGLANG_SPEC).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
@@ -24,7 +25,7 @@ if [ -d /tmp/sgsite ]; then
   D=${DRAFTER:-/tmp/sgcarry/drafter}; DRY=; PY=python3
   LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-10}
   ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.15}" --sglang-arg cuda_graph_max_bs_decode=32)
-  SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-late sg-lookup}
+  SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-device sg-lookup}
 else
   ts() { .venv/bin/turnspec "$@"; }
   HEALTH_PY=.venv/bin/python; source scripts/gpu/health.sh
@@ -35,7 +36,8 @@ else
 fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
-declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-late]=18035)
+declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-late]=18035
+             [ts-device]=18036)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
@@ -43,6 +45,7 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-stock) args=(--speculator "$D") ;;
     ts-lookup) args=(--speculator "$D" --sglang-spec lookup) ;;
     ts-late) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at launch) ;;
+    ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
   esac
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=lookup setsid nohup python3 -m sglang.launch_server --model-path "$M" \

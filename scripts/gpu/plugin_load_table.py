@@ -10,9 +10,10 @@ SGLang's own server, with the issue's bars:
 
     python scripts/gpu/plugin_load_table.py RUN_DIR [--json OUT.json]
 
-RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup, ts-late (the plugin
-planned at the verify's launch: judged by the same bars in `late_*`), sg-lookup and
-WORKLOAD in voice, generic; a missing file leaves its cells empty.
+RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup, ts-late and ts-device
+(the plugin planned at the verify's launch, and decided on the GPU: each judged by the same tok/s
+bar, as `late` and `device`), sg-lookup and WORKLOAD in voice, generic; a missing file leaves its
+cells empty.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 
 from same_tokens_table import levels
 
-NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-late", "sg-lookup")
+NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-late", "ts-device", "sg-lookup")
+PLAN_AT = ("ts-late", "ts-device")  # the plugin planned elsewhere in the step
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
@@ -75,9 +77,10 @@ def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool |
     ttft = [(got[n] or {}).get("ttft_p50") for n in ("ts-lookup", "ts-stock")]
     out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
     out["own_server"] = None if None in (plug, own) else abs(own - plug) <= OWN_SERVER * plug
-    late = tok("ts-late")
-    if late is not None and stock is not None:
-        out["late"] = None if need is None else late >= need
+    for name in PLAN_AT:
+        other = tok(name)
+        if other is not None and stock is not None:
+            out[name[3:]] = None if need is None else other >= need
     return out
 
 

@@ -10,15 +10,22 @@ and Req; the GPU test (tests/engine/test_sglang_plugin_cuda.py) runs the real on
 from __future__ import annotations
 
 import math
+import random
 from array import array
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from turnspec.engine.sglang_plugin import hooks
 from turnspec.engine.sglang_plugin.config import PluginConfig
-from turnspec.engine.sglang_plugin.lookup_swap import committed, swap_blocks, swappable
-from turnspec.engine.sglang_plugin.state import STATE, StepContext
+from turnspec.engine.sglang_plugin.lookup_swap import (
+    committed,
+    swap_blocks,
+    swap_on_device,
+    swappable,
+)
+from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
 
 B = 5  # block: the anchor and 4 drafts
 
@@ -135,3 +142,69 @@ def test_planning_at_the_launch_swaps_after_sglang_loaded_the_verify() -> None:
     assert blocks.tolist() == swapped and STATE.stats["grammar_rows_swapped"] == 1
     assert loaded.input_ids.view(2, B).tolist() == swapped
     assert chain.resolve().tolist() == swapped
+
+
+def random_step(rng: random.Random, bs: int, device: str = "cpu"):
+    """A step over `bs` rows of short histories in a small vocabulary (so prompt lookup finds
+    copies), random drafts and random draft probabilities; some rows sampled, some under a
+    grammar, some whose history does not end at the anchor."""
+    reqs, anchors = [], []
+    for i in range(bs):
+        hist = [rng.randrange(6) for _ in range(rng.randrange(3, 30))]
+        reqs.append(req(f"r{i}", hist[:-2], hist[-2:], greedy=rng.random() > 0.15,
+                        grammar=object() if rng.random() < 0.2 else None))
+        anchors.append(hist[-1] if rng.random() > 0.1 else 9)
+    step, verify, blocks = step_for(reqs, anchors, p_draft=0.5)
+    blocks[:, 1:] = torch.randint(0, 6, (bs, B - 1), generator=torch.Generator().manual_seed(
+        rng.randrange(1 << 30)))
+    lp = torch.rand(bs * (B - 1), 1, generator=torch.Generator().manual_seed(rng.randrange(1 << 30)))
+    step.worker._draft_sampler.top_lp = (lp * 0.999 + 0.001).log()
+    return step, blocks.to(device)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_device_plan_swaps_what_the_host_plan_swaps(seed: int) -> None:
+    """plan_at "device" decides on tensors by the planner's own rule (`lookup_wins`): on the
+    same step it leaves exactly the blocks the host plan leaves, grammar rows included."""
+    rng = random.Random(seed)
+    STATE.configure(PluginConfig(mode="lookup", lookup_below=rng.choice([0.5, 2.0, 3.5])))
+    grammar_ok = rng.random() < 0.5
+    step, blocks = random_step(rng, rng.randrange(1, 9))
+    on_host = blocks.clone()
+    STATE.stats.clear()
+    swap_blocks(step, on_host, grammar_ok)
+    host_stats = dict(STATE.stats)
+    STATE.stats.clear()
+    STATE.device_stats.clear()
+    swap_on_device(step, blocks, grammar_ok)
+    assert blocks.tolist() == on_host.tolist()
+    report = STATE.report()
+    for name in ("rows_swapped", "grammar_rows_swapped"):
+        assert report.get(name, 0) == host_stats.get(name, 0)
+    STATE.device_stats.clear()
+
+
+def test_the_last_steps_commits_come_from_their_host_copy() -> None:
+    pending = Pending.copy_of(["a", "b"], torch.tensor([5, 6, 0, 7, 0, 0]), torch.tensor([2, 1]), 3)
+    assert pending.by_rid() == {"a": [5, 6], "b": [7]}
+    one_each = Pending.copy_of(["a", "b"], torch.tensor([4, 8]), None, 1)
+    assert one_each.by_rid() == {"a": [4], "b": [8]}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_device_plan_never_waits_for_the_gpu() -> None:
+    """plan_at "device" on CUDA tensors under torch's sync debug mode: any host sync (a
+    .tolist(), .item(), a pageable copy) raises."""
+    STATE.configure(PluginConfig(mode="lookup", lookup_below=3.5))
+    step, blocks = random_step(random.Random(0), 8, "cuda")
+    sampler = step.worker._draft_sampler
+    sampler.top_lp = sampler.top_lp.cuda()
+    expected = blocks.clone()
+    swap_blocks(step, expected)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        swap_on_device(step, blocks)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert blocks.tolist() == expected.tolist()
+    STATE.device_stats.clear()

@@ -14,7 +14,7 @@
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
-# Knobs: LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS, UP_S
+# Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default verify), LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS, UP_S
 # (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
@@ -36,6 +36,8 @@ else
 fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
+SG_PLAN_AT=${SG_PLAN_AT:-verify}  # sg-lookup's plan point; its peer for the 5% bar plans there too
+declare -A PEER=([verify]=ts-lookup [launch]=ts-late [device]=ts-device)
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-late]=18035
              [ts-device]=18036)
 start() {  # start NAME: the server in the background, its log and pid under $R
@@ -48,7 +50,7 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
   esac
   if [ "$name" = sg-lookup ]; then
-    TURNSPEC_SGLANG_SPEC=lookup setsid nohup python3 -m sglang.launch_server --model-path "$M" \
+    TURNSPEC_SGLANG_SPEC=lookup TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
       --dtype bfloat16 --mem-fraction-static "${MEM:-0.15}" --cuda-graph-max-bs-decode 32 \
@@ -107,7 +109,7 @@ run)
   [ -n "$DRY" ] || info "$wl"
   if [ "$wl" = generic ]; then
     down
-    $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json
+    $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json --own-peer "${PEER[$SG_PLAN_AT]}"
   fi
   pack
   ;;

@@ -64,8 +64,10 @@ def floor(workload: str, c: int, stock: float | None, none: float | None) -> flo
     return (C1_BAR[workload] if c == 1 else C8_BAR) * stock
 
 
-def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool | None]:
-    """Each bar this row is judged by: True / False, None where a side is missing."""
+def bars(workload: str, c: int, got: dict[str, dict | None],
+         own_peer: str = "ts-lookup") -> dict[str, bool | None]:
+    """Each bar this row is judged by: True / False, None where a side is missing. SGLang's own
+    server is held to `own_peer`, turnspec's server planning where it plans."""
     def tok(name: str) -> float | None:
         return got[name]["tok_s"] if got.get(name) else None
 
@@ -76,7 +78,8 @@ def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool |
         out[f"c{c}"] = None if None in (plug, need) else plug >= need
     ttft = [(got[n] or {}).get("ttft_p50") for n in ("ts-lookup", "ts-stock")]
     out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
-    out["own_server"] = None if None in (plug, own) else abs(own - plug) <= OWN_SERVER * plug
+    peer = tok(own_peer)
+    out["own_server"] = None if None in (peer, own) else abs(own - peer) <= OWN_SERVER * peer
     for name in PLAN_AT:
         other = tok(name)
         if other is not None and stock is not None:
@@ -84,14 +87,14 @@ def bars(workload: str, c: int, got: dict[str, dict | None]) -> dict[str, bool |
     return out
 
 
-def table(folder: Path) -> list[dict[str, Any]]:
+def table(folder: Path, own_peer: str = "ts-lookup") -> list[dict[str, Any]]:
     rows = []
     for wl in WORKLOADS:
         runs = {n: levels(json.loads(p.read_text())) for n in NAMES
                 if (p := folder / f"{n}-{wl}.json").exists()}
         for c in sorted({c for lv in runs.values() for c in lv}):
             got = {n: cell(runs.get(n, {}).get(c)) for n in NAMES}
-            rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got)})
+            rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got, own_peer)})
     return rows
 
 
@@ -114,8 +117,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--json", type=Path)
+    p.add_argument("--own-peer", choices=NAMES[2:5], default="ts-lookup",
+                   help="the turnspec server SGLang's own is held to (the same plan point)")
     args = p.parse_args()
-    rows = table(args.folder)
+    rows = table(args.folder, args.own_peer)
     show(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -80,7 +80,8 @@ up)
     --conversations 82 --max-tokens 96 --model "$M"
   ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
     --conversations 119 --max-tokens 160 --model "$M" --no-tools
-  for n in $SERVERS; do start $n; done
+  for n in $SERVERS; do start $n; sleep "${STAGGER:-0}"; done  # STAGGER: SGLang sizes its KV
+  # cache from the memory free while it loads, which a neighbour loading at once can take
   trap pack EXIT  # the logs come back even when the call runs out of time
   left=" $SERVERS "; deadline=$((SECONDS + ${UP_S:-300}))
   while [ -n "${left// /}" ] && [ $SECONDS -lt $deadline ]; do  # all at once: who is slow shows

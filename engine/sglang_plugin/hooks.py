@@ -22,9 +22,9 @@ Where the plan waits for the draft (plan_at, config.py):
             loading runs while the draft is still on the GPU. The CUDA-graph replay copies the
             verify's input ids again at launch, so a block swapped there is the one verified,
             and the grammar walk's host copy is taken after the swap (LateChain);
-    device  the host never waits for the draft: it finds each row's lookup continuation while
-            the drafter runs and the rule picks on the device (lookup_swap.swap_on_device),
-            at the same two points as "verify".
+    device  the host never waits: each request's tokens are kept on the GPU (history.py), the
+            lookup runs there (kernels/ngram_lookup.py) and so does the rule
+            (lookup_swap.swap_on_device), at the same two points as "verify".
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from turnspec.engine.sglang_plugin.checks import (
     VERIFY_INPUT,
     WORKER,
 )
+from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks, swap_on_device
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
 
@@ -52,16 +53,26 @@ def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
 
 
 def around_forward(original, *args, **kwargs):
-    """Run the step with its context set; keep what it committed (overlap scheduling)."""
+    """Run the step with its context set; keep what it committed: on the device under plan_at
+    "device" (a prefill writes its rows first), else for the host (overlap scheduling)."""
     worker, batch = args[0], arg(args, kwargs, 1, "batch")
+    on_device = STATE.config.plan_at == "device" and bool(batch.reqs)
+    if on_device and (batch.forward_mode.is_extend() or getattr(batch, "is_extend_in_batch", False)):
+        if STATE.history is None:
+            STATE.history = DeviceHistory.for_batch(batch)
+        STATE.history.write(batch.reqs)
     STATE.step = StepContext(worker, batch)
     try:
         result = original(*args, **kwargs)
     finally:
         STATE.step = None
-    if STATE.overlap and result is not None and batch.reqs:
-        counts = result.accept_lens
-        stride = int(result.speculative_num_draft_tokens or 1) if counts is not None else 1
+    if result is None or not batch.reqs:
+        return result
+    counts = result.accept_lens
+    stride = int(result.speculative_num_draft_tokens or 1) if counts is not None else 1
+    if on_device and STATE.history is not None:
+        STATE.history.append(batch.req_pool_indices, result.next_token_ids, counts, stride)
+    elif STATE.overlap:
         STATE.pending = Pending.copy_of([r.rid for r in batch.reqs], result.next_token_ids,
                                         counts, stride)
     return result

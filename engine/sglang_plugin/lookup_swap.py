@@ -25,8 +25,8 @@ import torch
 
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
 from turnspec.engine.spec.planner import LOOKUP_AGREE, RowInput, lookup_wins, plan_step
-from turnspec.engine.spec.proposers import Proposal
 from turnspec.engine.spec.proposers.drafter import blocks_from, reach_of
+from turnspec.kernels.ngram_lookup import ngram_lookup_rows
 
 
 def swappable(req: Any, grammar_ok: bool = False) -> bool:
@@ -95,39 +95,30 @@ def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = Fals
 
 
 def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
-    """`swap_blocks` without waiting for the draft (plan_at "device"): each row's lookup
-    continuation is found on the host from its history while the drafter runs, and the
-    planner's rule (`lookup_wins`) picks between it and the drafter's block on the device. The
-    host waits only for the last step's commits (`STATE.take_pending`), which the GPU finished
-    before this step's draft; a row whose history does not end at the block's anchor keeps the
-    drafter's block (checked on the device too). Steps with no copy to offer do nothing."""
-    reqs = step.batch.reqs
+    """`swap_blocks` without the host (plan_at "device"): each row's lookup continuation is
+    found on the GPU over the tokens kept there (history.py, kernels/ngram_lookup.py) and the
+    planner's rule (`lookup_wins`) picks between it and the drafter's block there too. The host
+    sends only which rows may be planned; a row whose kept history does not end at the block's
+    anchor keeps the drafter's block."""
+    reqs, hist = step.batch.reqs, STATE.history
     bs, width = len(reqs), int(blocks.shape[1]) - 1
     ok = [swappable(r, grammar_ok) for r in reqs]
-    if width < 1 or not any(ok):
+    if width < 1 or not any(ok) or hist is None:
         return
-    pending = STATE.take_pending()
-    rows, offered = [], False
-    for i, req in enumerate(reqs):  # per row: continuation (-1 padded), its length, match, last
-        tokens = history(req, pending.get(req.rid)) if ok[i] else []
-        STATE.stats["rows_planned"] += bool(tokens)
-        cont = STATE.lookup.propose(tokens, width) if tokens else Proposal()
-        n = len(cont.tokens)
-        offered |= n >= 2
-        rows.append(cont.tokens + [-1] * (width - n)
-                    + [n, cont.match, tokens[-1] if tokens else -1, req.grammar is not None])
-    if not offered:
-        return
+    STATE.stats["rows_planned"] += sum(ok)
     dev = blocks.device
-    packed = torch.tensor(rows, dtype=torch.int64, pin_memory=dev.type == "cuda")
-    packed = packed.to(dev, non_blocking=True)
-    cont, (n, match, last, grammar) = packed[:, :width], packed[:, width:].unbind(dim=1)
+    flags = torch.tensor([[o, r.grammar is not None] for o, r in zip(ok, reqs, strict=True)],
+                         dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
+    rows = step.batch.req_pool_indices.to(torch.int64)
+    cont, n, match = ngram_lookup_rows(hist.tokens, hist.lengths, rows, width)
+    length = hist.lengths[rows]
+    anchored = hist.tokens[rows, (length - 1).clamp(min=0)] == blocks[:, 0]
     drafts = blocks[:, 1:]
     _, lp = drafter_top(step, bs, width)
     expected = reach_of(lp[..., 0].float().exp(), torch.full((bs,), width, device=dev)).sum(-1)
     agrees = (cont[:, :LOOKUP_AGREE] == drafts[:, :LOOKUP_AGREE]).all(dim=-1)
-    anchored = last == blocks[:, 0]
-    take = lookup_wins(n, agrees, width, expected, STATE.options.lookup_below, match) & anchored
+    take = lookup_wins(n, agrees, width, expected, STATE.options.lookup_below, match) \
+        & anchored & flags[:, 0]
     drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
-    STATE.count_on_device(rows_swapped=take.sum(), grammar_rows_swapped=(take & (grammar > 0)).sum(),
-                          history_misses=((last >= 0) & ~anchored).sum())
+    STATE.count_on_device(rows_swapped=take.sum(), grammar_rows_swapped=(take & flags[:, 1]).sum(),
+                          history_misses=(flags[:, 0] & (length > 0) & ~anchored).sum())

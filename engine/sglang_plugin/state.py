@@ -67,6 +67,7 @@ class PluginState:
     step: StepContext | None = None
     pending: Pending | None = None
     overlap: bool = False
+    history: Any | None = None  # plan_at "device": each request's tokens on the GPU (history.py)
     stats: Counter = field(default_factory=Counter)
     # counters kept on the device (plan_at "device": reading them each step would wait for it)
     device_stats: dict[str, Any] = field(default_factory=dict)

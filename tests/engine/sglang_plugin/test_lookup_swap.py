@@ -19,6 +19,7 @@ import torch
 
 from turnspec.engine.sglang_plugin import hooks
 from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.lookup_swap import (
     committed,
     swap_blocks,
@@ -149,12 +150,17 @@ def random_step(rng: random.Random, bs: int, device: str = "cpu"):
     copies), random drafts and random draft probabilities; some rows sampled, some under a
     grammar, some whose history does not end at the anchor."""
     reqs, anchors = [], []
+    slots = rng.sample(range(2 * bs), bs)  # request slots: the device history's rows
     for i in range(bs):
         hist = [rng.randrange(6) for _ in range(rng.randrange(3, 30))]
         reqs.append(req(f"r{i}", hist[:-2], hist[-2:], greedy=rng.random() > 0.15,
                         grammar=object() if rng.random() < 0.2 else None))
+        reqs[-1].req_pool_idx = slots[i]
         anchors.append(hist[-1] if rng.random() > 0.1 else 9)
     step, verify, blocks = step_for(reqs, anchors, p_draft=0.5)
+    step.batch.req_pool_indices = torch.tensor(slots, device=device)
+    STATE.history = DeviceHistory(2 * bs, 40, device)
+    STATE.history.write(reqs)
     blocks[:, 1:] = torch.randint(0, 6, (bs, B - 1), generator=torch.Generator().manual_seed(
         rng.randrange(1 << 30)))
     lp = torch.rand(bs * (B - 1), 1, generator=torch.Generator().manual_seed(rng.randrange(1 << 30)))
@@ -164,8 +170,9 @@ def random_step(rng: random.Random, bs: int, device: str = "cpu"):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_device_plan_swaps_what_the_host_plan_swaps(seed: int) -> None:
-    """plan_at "device" decides on tensors by the planner's own rule (`lookup_wins`): on the
-    same step it leaves exactly the blocks the host plan leaves, grammar rows included."""
+    """plan_at "device" looks up and decides on tensors, over the tokens kept there, by the
+    planner's own rule (`lookup_wins`): on the same step it leaves exactly the blocks the host
+    plan leaves, grammar rows included."""
     rng = random.Random(seed)
     STATE.configure(PluginConfig(mode="lookup", lookup_below=rng.choice([0.5, 2.0, 3.5])))
     grammar_ok = rng.random() < 0.5
@@ -182,6 +189,7 @@ def test_the_device_plan_swaps_what_the_host_plan_swaps(seed: int) -> None:
     for name in ("rows_swapped", "grammar_rows_swapped"):
         assert report.get(name, 0) == host_stats.get(name, 0)
     STATE.device_stats.clear()
+    STATE.history = None
 
 
 def test_the_last_steps_commits_come_from_their_host_copy() -> None:
@@ -208,3 +216,4 @@ def test_the_device_plan_never_waits_for_the_gpu() -> None:
         torch.cuda.set_sync_debug_mode("default")
     assert blocks.tolist() == expected.tolist()
     STATE.device_stats.clear()
+    STATE.history = None

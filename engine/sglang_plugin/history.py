@@ -1,0 +1,65 @@
+"""Each request's tokens on the GPU, for plan_at "device": the lookup proposer reads them there
+(kernels/ngram_lookup.py), so a decode step never waits for the host to learn what the last step
+committed.
+
+A row per SGLang request slot (`req.req_pool_idx`, the row of its req_to_token table), as wide
+as that table (the longest context a request may have). A prefill writes the row from the
+scheduler's record (prompt and output so far: a request retracted and prefilled again
+included); after every step, what it committed is appended on the device, behind the step on
+its stream. A slot taken by a new request is rewritten at its prefill.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class DeviceHistory:
+    def __init__(self, rows: int, cap: int, device: torch.device | str) -> None:
+        # one column past the cap: where a full row's appends go (never read)
+        self.tokens = torch.zeros((rows, cap + 1), dtype=torch.int64, device=device)
+        self.lengths = torch.zeros(rows, dtype=torch.int64, device=device)
+
+    @classmethod
+    def for_batch(cls, batch: Any) -> DeviceHistory:
+        """Sized to the batch's req_to_token table (every request slot, the longest context)."""
+        table = batch.req_to_token_pool.req_to_token
+        return cls(int(table.shape[0]), int(table.shape[1]), table.device)
+
+    @property
+    def cap(self) -> int:
+        """The most tokens a row holds."""
+        return int(self.tokens.shape[1]) - 1
+
+    def write(self, reqs: list[Any]) -> None:
+        """Rows of `reqs` (at their prefill) from the scheduler's record, one host-to-device copy."""
+        rows, cols, toks, ends = [], [], [], []
+        for req in reqs:
+            seq = (list(req.origin_input_ids) + list(req.output_ids))[: self.cap]
+            rows += [req.req_pool_idx] * len(seq)
+            cols += range(len(seq))
+            toks += seq
+            ends.append((req.req_pool_idx, len(seq)))
+        dev = self.tokens.device
+        pin = dev.type == "cuda"
+        flat = torch.tensor([rows, cols, toks], dtype=torch.int64, pin_memory=pin)
+        flat = flat.to(dev, non_blocking=True)
+        self.tokens[flat[0], flat[1]] = flat[2]
+        at = torch.tensor(ends, dtype=torch.int64, pin_memory=pin).to(dev, non_blocking=True)
+        self.lengths[at[:, 0]] = at[:, 1]
+
+    def append(self, rows: torch.Tensor, tokens: torch.Tensor, counts: torch.Tensor | None,
+               stride: int) -> None:
+        """A step's commits, on the device: batch row i (history row `rows[i]`) committed
+        tokens[i * stride : i * stride + counts[i]] (counts None: one token a row)."""
+        bs = int(rows.shape[0])
+        if bs == 0:
+            return
+        rows = rows.to(torch.int64)
+        start = self.lengths[rows].unsqueeze(1)
+        pos = (start + torch.arange(stride, device=rows.device)).clamp(max=self.cap)
+        self.tokens[rows.unsqueeze(1).expand(bs, stride), pos] = tokens.view(bs, stride).to(torch.int64)
+        added = counts.to(torch.int64) if counts is not None else 1
+        self.lengths[rows] = (start.squeeze(1) + added).clamp(max=self.cap)

@@ -1,0 +1,123 @@
+"""Prompt lookup on the device (engine/spec/proposers/lookup.py `ngram_lookup`, with its default
+sizes): for each row, the continuation of the latest earlier occurrence of the longest matching
+suffix of its tokens (4 down to 2 tokens), and how many of its last tokens that source matches
+(up to 16). On the device so that a decode step never waits for the host to read the newest
+tokens (the SGLang plugin keeps each request's tokens on the GPU: sglang_plugin/history.py).
+
+  hist    : [R, C] int64, each history row's tokens (a row per request slot)
+  lengths : [R] int64, tokens in each row (the last is the anchor: the last committed token)
+  rows    : [b] int64, the history row of each batch row
+  width   : drafts a row may take
+  ->
+  cont    : [b, width] int64, the continuation, then -1
+  n       : [b] int64, its length (0: none)
+  match   : [b] int64, the source's match with the last tokens (0: none)
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+NGRAM_MIN, NGRAM_MAX, MATCH_CAP = 2, 4, 16  # lookup.py's defaults: ngram_lookup(tokens, width)
+_BIG = 1 << 40  # score = n * _BIG + j: the longest suffix match first, then the latest position
+
+
+def _check(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, width: int) -> None:
+    if hist.dim() != 2 or lengths.shape != (hist.shape[0],) or rows.dim() != 1:
+        raise ValueError(f"hist/lengths/rows: expected [R, C], [R], [b], got {tuple(hist.shape)}, "
+                         f"{tuple(lengths.shape)}, {tuple(rows.shape)}")
+    if not all(t.dtype == torch.int64 for t in (hist, lengths, rows)):
+        raise ValueError(f"hist/lengths/rows: expected int64, got {hist.dtype}, {lengths.dtype}, "
+                         f"{rows.dtype}")
+    if width < 1:
+        raise ValueError(f"width: expected >= 1, got {width}")
+
+
+def reference_ngram_lookup(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                           width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Torch reference, vectorized over rows and positions (any device)."""
+    _check(hist, lengths, rows, width)
+    h, length = hist[rows], lengths[rows]                                # [b, C], [b]
+    b, c = h.shape
+    end = (length - 1).unsqueeze(1)                                      # the anchor's position
+    j = torch.arange(c, device=h.device).expand(b, c)
+    run = (j >= NGRAM_MIN - 1) & (j <= end - 1)                          # candidate sources
+    n = torch.zeros((b, c), dtype=torch.int64, device=h.device)
+    for k in range(NGRAM_MAX):  # n[j]: how many tokens up to j match the last ones
+        same = h.gather(1, (j - k).clamp(min=0)) == h.gather(1, (end - k).clamp(min=0))
+        run = run & (j - k >= 0) & same
+        n += run
+    best = torch.where(n > 0, n * _BIG + j, -1).max(dim=1).values
+    found = (best // _BIG >= NGRAM_MIN)
+    src = torch.where(found, best % _BIG, 0).unsqueeze(1)
+    k = torch.arange(MATCH_CAP, device=h.device).unsqueeze(0)
+    same = (h.gather(1, (src - k).clamp(min=0)) == h.gather(1, (end - k).clamp(min=0))) & (src - k >= 0)
+    match = torch.where(found, same.long().cumprod(dim=1).sum(dim=1), 0)
+    count = torch.where(found, torch.clamp(end.squeeze(1) - src.squeeze(1), max=width), 0)
+    w = torch.arange(width, device=h.device).unsqueeze(0)
+    taken = h.gather(1, (src + 1 + w).clamp(max=c - 1))
+    cont = torch.where(w < count.unsqueeze(1), taken, -1)
+    return cont, count, match
+
+
+@triton.jit
+def _ngram_lookup_kernel(hist_ptr, len_ptr, rows_ptr, cont_ptr, n_ptr, match_ptr, stride,
+                         WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
+                         NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr):
+    """One program per batch row: a pass over its tokens in blocks, keeping the best score."""
+    pid = tl.program_id(0)
+    r = tl.load(rows_ptr + pid)
+    base = hist_ptr + r * stride
+    end = tl.load(len_ptr + r) - 1
+    best = tl.full((), -1, tl.int64)
+    for start in range(0, end, BLOCK):
+        j = start + tl.arange(0, BLOCK)
+        run = (j >= NMIN - 1) & (j <= end - 1)
+        n = tl.zeros((BLOCK,), tl.int64)
+        for k in tl.static_range(NMAX):
+            run = run & (j - k >= 0)
+            last = tl.load(base + end - k, mask=end - k >= 0, other=-2)
+            run = run & (tl.load(base + j - k, mask=run, other=-1) == last)
+            n += run.to(tl.int64)
+        score = tl.where(n > 0, n * (1 << 40) + j, -1)  # (1 << 40): _BIG
+        best = tl.maximum(best, tl.max(score, axis=0))
+    k = tl.arange(0, CAP)
+    best_k = best + tl.zeros((CAP,), tl.int64)  # vectors from here: the interpreter refuses
+    found = best_k // (1 << 40) >= NMIN          # a scalar mask combined with a vector one
+    src = tl.where(found, best_k % (1 << 40), 0)
+    ok = found & (src - k >= 0) & (end - k >= 0)
+    same = ok & (tl.load(base + src - k, mask=ok, other=-1) == tl.load(base + end - k, mask=ok, other=-2))
+    match = tl.min(tl.where(same, CAP, k), axis=0)  # the leading run of matches
+    has = tl.max(found.to(tl.int64), axis=0) > 0
+    source = tl.max(src, axis=0)
+    count = tl.where(has, tl.minimum(end - source, WIDTH), 0)
+    w = tl.arange(0, WP)
+    taken = tl.load(base + source + 1 + w, mask=w < count, other=-1)
+    tl.store(cont_ptr + pid * WIDTH + w, tl.where(w < count, taken, -1), mask=w < WIDTH)
+    tl.store(n_ptr + pid, count.to(tl.int64))
+    tl.store(match_ptr + pid, tl.where(has, match, 0).to(tl.int64))
+
+
+def triton_ngram_lookup(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                        width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The Triton path (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    _check(hist, lengths, rows, width)
+    b = rows.shape[0]
+    cont = torch.empty((b, width), dtype=torch.int64, device=hist.device)
+    count = torch.empty(b, dtype=torch.int64, device=hist.device)
+    match = torch.empty(b, dtype=torch.int64, device=hist.device)
+    if b:
+        _ngram_lookup_kernel[(b,)](hist, lengths, rows, cont, count, match, hist.stride(0),
+                                   WIDTH=width, WP=max(16, triton.next_power_of_2(width)),
+                                   BLOCK=1024, NMIN=NGRAM_MIN, NMAX=NGRAM_MAX, CAP=MATCH_CAP)
+    return cont, count, match
+
+
+def ngram_lookup_rows(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                      width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(cont [b, width], n [b], match [b]); Triton on CUDA, the torch reference elsewhere."""
+    if hist.is_cuda:
+        return triton_ngram_lookup(hist, lengths, rows, width)
+    return reference_ngram_lookup(hist, lengths, rows, width)

@@ -1,0 +1,65 @@
+"""plan_at "device" keeps each request's tokens on the device: a prefill writes the rows of its
+requests from the scheduler's record, each step appends what it committed, and the rows then
+hold exactly what the host record will hold (the hooks driven as SGLang's worker calls them;
+plain namespaces for SGLang's batch and result, as in test_lookup_swap.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from turnspec.engine.sglang_plugin import hooks
+from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.sglang_plugin.history import DeviceHistory
+from turnspec.engine.sglang_plugin.state import STATE
+
+
+def batch_of(reqs: list[SimpleNamespace], extend: bool) -> SimpleNamespace:
+    return SimpleNamespace(
+        reqs=reqs, forward_mode=SimpleNamespace(is_extend=lambda: extend),
+        req_pool_indices=torch.tensor([r.req_pool_idx for r in reqs], dtype=torch.int32),
+        req_to_token_pool=SimpleNamespace(req_to_token=torch.zeros((6, 12), dtype=torch.int32)))
+
+
+def run_step(batch: SimpleNamespace, tokens: list[int], counts: list[int] | None, stride: int) -> None:
+    result = SimpleNamespace(next_token_ids=torch.tensor(tokens),
+                             accept_lens=torch.tensor(counts) if counts is not None else None,
+                             speculative_num_draft_tokens=stride if counts is not None else None)
+    hooks.around_forward(lambda worker, batch: result, object(), batch)
+
+
+def rows(history: DeviceHistory, slots: list[int]) -> list[list[int]]:
+    return [history.tokens[s, : int(history.lengths[s])].tolist() for s in slots]
+
+
+def test_prefill_writes_and_steps_append_on_the_device() -> None:
+    STATE.configure(PluginConfig(mode="lookup", plan_at="device"))
+    STATE.history = None
+    a = SimpleNamespace(rid="a", req_pool_idx=4, origin_input_ids=[1, 2, 3], output_ids=[])
+    b = SimpleNamespace(rid="b", req_pool_idx=1, origin_input_ids=[7, 8], output_ids=[9])
+    try:
+        run_step(batch_of([a, b], extend=True), [10, 11], None, 1)   # prefill: one token each
+        hist = STATE.history
+        assert hist.tokens.shape[0] == 6 and hist.cap == 12          # the req_to_token table's
+        assert rows(hist, [4, 1]) == [[1, 2, 3, 10], [7, 8, 9, 11]]
+        # a decode step of blocks of 3: a commits 2 tokens, b all 3
+        run_step(batch_of([a, b], extend=False), [20, 21, 0, 30, 31, 32], [2, 3], 3)
+        assert rows(hist, [4, 1]) == [[1, 2, 3, 10, 20, 21], [7, 8, 9, 11, 30, 31, 32]]
+        c = SimpleNamespace(rid="c", req_pool_idx=4, origin_input_ids=[5], output_ids=[])
+        run_step(batch_of([c], extend=True), [6], None, 1)           # slot 4 reused: rewritten
+        assert rows(hist, [4, 1]) == [[5, 6], [7, 8, 9, 11, 30, 31, 32]]
+        long = SimpleNamespace(rid="d", req_pool_idx=0, origin_input_ids=list(range(20)), output_ids=[])
+        run_step(batch_of([long], extend=True), [99], None, 1)       # clipped to the row
+        assert rows(hist, [0]) == [list(range(12))]
+    finally:
+        STATE.history = None
+        STATE.configure(PluginConfig(mode="lookup"))
+
+
+def test_other_plan_points_keep_no_device_history() -> None:
+    STATE.configure(PluginConfig(mode="lookup", plan_at="verify"))
+    STATE.history = None
+    a = SimpleNamespace(rid="a", req_pool_idx=0, origin_input_ids=[1, 2], output_ids=[])
+    run_step(batch_of([a], extend=True), [3], None, 1)
+    assert STATE.history is None

@@ -29,12 +29,11 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                         "engine/sglang_plugin/): lookup = each greedy row verifies the block "
                         "turnspec's planner picks, the drafter's or its prompt-lookup "
                         "continuation; off = stock DFLASH (default: %(default)s)")
-    g.add_argument("--sglang-spec-plan-at", choices=PLAN_POINTS, default="verify",
-                   help="where in SGLang's step the plugin plans: verify = before SGLang loads "
-                        "the verify (measured); launch = after, just before the target runs, so "
-                        "the loading overlaps the draft; device = the rule picks on the GPU and "
-                        "the host never waits for the draft (launch, device: not yet measured "
-                        "on a GPU) (default: %(default)s)")
+    g.add_argument("--sglang-spec-plan-at", choices=PLAN_POINTS, default="device",
+                   help="where the plugin plans: device = the lookup and the rule on the GPU, "
+                        "over each request's tokens kept there, so the host never waits; "
+                        "verify = on the host, before SGLang loads the verify (slower: "
+                        "docs/benchmarks.md) (default: %(default)s)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:

@@ -4,9 +4,8 @@ environment of the process that started them).
 
     TURNSPEC_SGLANG_SPEC      off (default) | lookup: speculation mode
     TURNSPEC_SPEC_LOOKUP_BELOW  the lookup rule's threshold (SpecOptions.lookup_below)
-    TURNSPEC_SGLANG_PLAN_AT   verify (default) | launch | device: where in the step the plan
-                              waits for the draft (hooks.py; `launch` and `device` are not yet
-                              measured on a GPU)
+    TURNSPEC_SGLANG_PLAN_AT   device (default) | verify: where the plan runs (hooks.py): on the
+                              GPU, or on the host before SGLang loads the verify
 
 `turnspec serve --engine sglang` sets these from its own flags (engine/sglang_args.py); a user of
 SGLang's own server exports them before `python -m sglang.launch_server`.
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from turnspec.engine.spec.options import SpecOptions
 
 MODES = ("off", "lookup")
-PLAN_POINTS = ("verify", "launch", "device")
+PLAN_POINTS = ("device", "verify")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
 ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
@@ -30,12 +29,11 @@ ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
 class PluginConfig:
     """`mode` "lookup": each greedy row verifies the speculation core's chosen block (the
     drafter's, or its prompt-lookup continuation) in place of the drafter's block. `plan_at`
-    "verify": the plan runs before SGLang loads the verify; "launch": after it, just before the
-    target runs, so SGLang's loading overlaps the draft on the GPU; "device": the rule picks on
-    the device and the host never waits for the draft (hooks.py)."""
+    "device": the lookup and the rule run on the GPU over tokens kept there, so the host never
+    waits; "verify": on the host, before SGLang loads the verify (hooks.py)."""
     mode: str = "off"
     lookup_below: float = SpecOptions().lookup_below
-    plan_at: str = "verify"
+    plan_at: str = "device"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -62,7 +60,7 @@ class PluginConfig:
         except ValueError:
             raise ValueError(f"{ENV_LOOKUP_BELOW}={below!r}: expected a number") from None
         return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below,
-                   plan_at=env.get(ENV_PLAN_AT, "verify") or "verify")
+                   plan_at=env.get(ENV_PLAN_AT, "device") or "device")
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""

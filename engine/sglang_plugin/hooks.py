@@ -9,8 +9,7 @@ registry), in the order a decode step meets them:
     GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
                                              core picks each row's block (lookup_swap.py) before
                                              DFLASH copies the blocks for its grammar walk
-    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar;
-                                             AFTER: the same under plan_at "launch" (below)
+    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar
     DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
                                              server info (`internal_states[i]["turnspec"]`)
@@ -18,10 +17,6 @@ registry), in the order a decode step meets them:
 Where the plan waits for the draft (plan_at, config.py):
     verify  the plan reads the drafter's block on the host (a sync), then SGLang loads the
             verify: that loading, host work, waits for the draft too;
-    launch  the plan waits until SGLang has loaded the verify (AFTER prepare_for_verify), so the
-            loading runs while the draft is still on the GPU. The CUDA-graph replay copies the
-            verify's input ids again at launch, so a block swapped there is the one verified,
-            and the grammar walk's host copy is taken after the swap (LateChain);
     device  the host never waits: each request's tokens are kept on the GPU (history.py), the
             lookup runs there (kernels/ngram_lookup.py) and so does the rule
             (lookup_swap.swap_on_device), at the same two points as "verify".
@@ -88,54 +83,17 @@ def plan_once(blocks: torch.Tensor, grammar_ok: bool) -> None:
         swap(step, blocks, grammar_ok)
 
 
-class LateChain:
-    """DFLASH's GrammarTree for the grammar walk under plan_at "launch": its host copy of the
-    blocks is taken once the plan has swapped them (`take`), not when DFLASH builds it."""
-
-    def __init__(self, make, ids: torch.Tensor) -> None:
-        self._make, self._ids, self._tree = make, ids, None
-
-    def take(self) -> None:
-        self._tree = self._make(self._ids)
-
-    def resolve(self):
-        if self._tree is None:
-            self.take()
-        return self._tree.resolve()
-
-
 def around_grammar_chain(original, cls, verify_ids_2d):
     """DFLASH in a batch with a grammar: plan before the blocks are copied to the host, where
-    the grammar's masks are built along them, so grammar rows are planned too (or, planning at
-    the launch, hand DFLASH a LateChain)."""
-    step = STATE.step
-    if step is not None and STATE.config.plan_at == "launch":
-        step.grammar_chain = LateChain(lambda ids: original(cls, ids), verify_ids_2d)
-        return step.grammar_chain
+    the grammar's masks are built along them, so grammar rows are planned too."""
     plan_once(verify_ids_2d, grammar_ok=True)
     return original(cls, verify_ids_2d)
 
 
 def before_prepare_for_verify(verify, *args, **kwargs):
     """Before the target verify is loaded (no grammar walk this step, or it already planned)."""
-    if STATE.config.plan_at != "launch":
-        n = int(verify.draft_token_num)
-        plan_once(verify.draft_token.view(-1, n), grammar_ok=False)
-    return None
-
-
-def after_prepare_for_verify(result, verify, *args, **kwargs):
-    """plan_at "launch": plan once the verify is loaded, just before the target runs."""
-    step = STATE.step
-    if step is None or STATE.config.plan_at != "launch":
-        return None
     n = int(verify.draft_token_num)
-    plan_once(verify.draft_token.view(-1, n), grammar_ok=step.grammar_chain is not None)
-    ids = result[0].input_ids  # the verify batch's ids: DFLASH's own buffer, else copied here
-    if ids is not None and ids.data_ptr() != verify.draft_token.data_ptr():
-        ids.copy_(verify.draft_token)
-    if step.grammar_chain is not None:
-        step.grammar_chain.take()
+    plan_once(verify.draft_token.view(-1, n), grammar_ok=False)
     return None
 
 
@@ -228,6 +186,4 @@ def install(registry: Any, hook_type: Any) -> None:
                       hook_type.AROUND)
     registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
                       hook_type.BEFORE)
-    registry.register(f"{VERIFY_INPUT}.prepare_for_verify", after_prepare_for_verify,
-                      hook_type.AFTER)
     registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)

@@ -24,8 +24,6 @@ class StepContext:
     # this step (the CUDA-graph path leaves them in the sampler's buffers instead)
     eager_top: tuple[Any, Any] | None = None
     planned: bool = False
-    # plan_at "launch" in a batch with a grammar: the grammar walk's copy, taken after the plan
-    grammar_chain: Any | None = None
 
 
 @dataclass(slots=True)

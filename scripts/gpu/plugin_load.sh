@@ -6,15 +6,14 @@
 #   bash scripts/gpu/plugin_load.sh run voice # one server after another (the others idle):
 #   bash scripts/gpu/plugin_load.sh run generic  # `turnspec loadtest --sweep`, then `down`
 # Servers: ts-none (--speculator none), ts-stock (DFLASH, the drafter alone), ts-lookup
-# (DFLASH + --sglang-spec lookup), ts-late (the same planned at the verify's launch:
-# --sglang-spec-plan-at launch), ts-device (the rule decided on the GPU: --sglang-spec-plan-at
-# device), all `turnspec serve --engine sglang`; sg-lookup is
+# (DFLASH + --sglang-spec lookup --sglang-spec-plan-at verify: planned on the host), ts-device
+# (the default, planned on the GPU), all `turnspec serve --engine sglang`; sg-lookup is
 # `python -m sglang.launch_server` with DFLASH and the plugin armed (TURNSPEC_SGLANG_SPEC).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
-# Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default verify), LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS, UP_S
+# Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS, UP_S
 # (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
@@ -36,17 +35,15 @@ else
 fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
-SG_PLAN_AT=${SG_PLAN_AT:-verify}  # sg-lookup's plan point; its peer for the 5% bar plans there too
-declare -A PEER=([verify]=ts-lookup [launch]=ts-late [device]=ts-device)
-declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-late]=18035
-             [ts-device]=18036)
+SG_PLAN_AT=${SG_PLAN_AT:-device}  # sg-lookup's plan point; its peer for the 5% bar plans there too
+declare -A PEER=([verify]=ts-lookup [device]=ts-device)
+declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
     ts-none) args=(--speculator none) ;;
     ts-stock) args=(--speculator "$D") ;;
-    ts-lookup) args=(--speculator "$D" --sglang-spec lookup) ;;
-    ts-late) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at launch) ;;
+    ts-lookup) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at verify) ;;
     ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
   esac
   if [ "$name" = sg-lookup ]; then

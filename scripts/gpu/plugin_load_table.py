@@ -10,10 +10,10 @@ SGLang's own server, with the issue's bars:
 
     python scripts/gpu/plugin_load_table.py RUN_DIR [--json OUT.json]
 
-RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup, ts-late and ts-device
-(the plugin planned at the verify's launch, and decided on the GPU: each judged by the same tok/s
-bar, as `late` and `device`), sg-lookup and WORKLOAD in voice, generic; a missing file leaves its
-cells empty.
+RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
+the host: --sglang-spec-plan-at verify), ts-device (planning on the GPU, the default: the plugin
+the bars judge where it ran; ts-lookup is then judged by the same tok/s bar as `verify`),
+sg-lookup and WORKLOAD in voice, generic; a missing file leaves its cells empty.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from typing import Any
 
 from same_tokens_table import levels
 
-NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-late", "ts-device", "sg-lookup")
-PLAN_AT = ("ts-late", "ts-device")  # the plugin planned elsewhere in the step
+NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "sg-lookup")
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
@@ -65,29 +64,29 @@ def floor(workload: str, c: int, stock: float | None, none: float | None) -> flo
 
 
 def bars(workload: str, c: int, got: dict[str, dict | None],
-         own_peer: str = "ts-lookup") -> dict[str, bool | None]:
+         own_peer: str = "ts-device") -> dict[str, bool | None]:
     """Each bar this row is judged by: True / False, None where a side is missing. SGLang's own
     server is held to `own_peer`, turnspec's server planning where it plans."""
     def tok(name: str) -> float | None:
         return got[name]["tok_s"] if got.get(name) else None
 
-    plug, stock, none, own = tok("ts-lookup"), tok("ts-stock"), tok("ts-none"), tok("sg-lookup")
+    judged = "ts-device" if got.get("ts-device") else "ts-lookup"
+    plug, stock, none, own = tok(judged), tok("ts-stock"), tok("ts-none"), tok("sg-lookup")
     need = floor(workload, c, stock, none)
     out: dict[str, bool | None] = {}
     if c in (1, 8, 32):
         out[f"c{c}"] = None if None in (plug, need) else plug >= need
-    ttft = [(got[n] or {}).get("ttft_p50") for n in ("ts-lookup", "ts-stock")]
+    ttft = [(got[n] or {}).get("ttft_p50") for n in (judged, "ts-stock")]
     out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
     peer = tok(own_peer)
     out["own_server"] = None if None in (peer, own) else abs(own - peer) <= OWN_SERVER * peer
-    for name in PLAN_AT:
-        other = tok(name)
-        if other is not None and stock is not None:
-            out[name[3:]] = None if need is None else other >= need
+    verify = tok("ts-lookup")
+    if judged != "ts-lookup" and verify is not None and stock is not None:
+        out["verify"] = None if need is None else verify >= need
     return out
 
 
-def table(folder: Path, own_peer: str = "ts-lookup") -> list[dict[str, Any]]:
+def table(folder: Path, own_peer: str = "ts-device") -> list[dict[str, Any]]:
     rows = []
     for wl in WORKLOADS:
         runs = {n: levels(json.loads(p.read_text())) for n in NAMES
@@ -117,7 +116,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--json", type=Path)
-    p.add_argument("--own-peer", choices=NAMES[2:5], default="ts-lookup",
+    p.add_argument("--own-peer", choices=NAMES[2:4], default="ts-device",
                    help="the turnspec server SGLang's own is held to (the same plan point)")
     args = p.parse_args()
     rows = table(args.folder, args.own_peer)

@@ -49,8 +49,8 @@ def test_config_from_the_flags(smollm2_dir: Path) -> None:
 def test_the_plugin_flags(smollm2_dir: Path) -> None:
     cfg = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
                                         "--sglang-spec", "lookup",
-                                        "--sglang-spec-plan-at", "launch"))
-    assert cfg.plugin.mode == "lookup" and cfg.plugin.plan_at == "launch"
-    assert sglang_config_from_args(_args("--model", str(smollm2_dir))).plugin.plan_at == "verify"
+                                        "--sglang-spec-plan-at", "verify"))
+    assert cfg.plugin.mode == "lookup" and cfg.plugin.plan_at == "verify"
+    assert sglang_config_from_args(_args("--model", str(smollm2_dir))).plugin.plan_at == "device"
     with pytest.raises(SystemExit):
         _args("--sglang-spec-plan-at", "later")

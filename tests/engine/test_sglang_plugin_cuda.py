@@ -8,7 +8,7 @@ entry point): `sglang.Engine` with DFLASH, our exported drafter and the plugin a
 
 Lossless output against SGLang without speculation is scripts/gpu/plugin_check.py's (two engines
 on the independent set). On the device: TURNSPEC_SGLANG_DRAFTER=/tmp/sgcarry/drafter;
-TURNSPEC_TEST_PLAN_AT=launch runs it with the plan at the verify's launch (one engine a process)."""
+TURNSPEC_TEST_PLAN_AT=verify runs it with the plan on the host (one engine a process)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def engine(smollm2_dir: Path):
     # the lookup block wherever a continuation exists, so the swaps do not hinge on how sure
     # the drafter is of a copy (the default rule's choices are plugin_check.py's)
     arm(PluginConfig(mode="lookup", lookup_below=64.0,
-                     plan_at=os.environ.get("TURNSPEC_TEST_PLAN_AT", "verify")))
+                     plan_at=os.environ.get("TURNSPEC_TEST_PLAN_AT", "device")))
     eng = sglang.Engine(
         model_path=str(smollm2_dir), dtype="bfloat16", attention_backend="triton",
         sampling_backend="pytorch", grammar_backend="xgrammar", log_level="error",

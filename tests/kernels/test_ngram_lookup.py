@@ -42,9 +42,10 @@ def test_reference_and_triton_find_what_the_host_lookup_finds(seed: int, rows: i
     hist, lengths, tokens = random_history(seed, rows, cap, vocab)
     order = torch.tensor(random.Random(seed).sample(range(rows), rows) + [0], dtype=torch.int64)
     want = [ngram_lookup(tokens[r], width) for r in order.tolist()]
+    dev = "cuda" if torch.cuda.is_available() else "cpu"  # Triton: the GPU, else interpreted
     for impl in (reference_ngram_lookup, triton_ngram_lookup):
-        cont, n, match = impl(hist, lengths, order, width)
-        got = [(c[: int(k)], int(m)) for c, k, m in zip(cont.tolist(), n, match, strict=True)]
+        cont, n, match = impl(hist.to(dev), lengths.to(dev), order.to(dev), width)
+        got = [(c[: k], m) for c, k, m in zip(cont.tolist(), n.tolist(), match.tolist(), strict=True)]
         assert got == want, impl.__name__
         assert all(t == -1 for c, k in zip(cont.tolist(), n.tolist(), strict=True) for t in c[k:])
     assert sum(len(c) > 0 for c, _ in want) >= 2            # the cases do find copies

@@ -39,7 +39,7 @@ def test_the_two_templates_must_agree(smollm2_dir):
 def test_sglang_flags_with_the_local_engine_are_an_error(smollm2_dir):
     for flags in (["--sglang-mem-fraction", "0.5"], ["--sglang-arg", "x=1"],
                   ["--engine", "local", "--sglang-attention-backend", "fa3"],
-                  ["--sglang-spec-plan-at", "launch"]):
+                  ["--sglang-spec-plan-at", "verify"]):
         with pytest.raises(SystemExit, match=r"--sglang-\S+ apply to --engine sglang only"):
             make_target(_datagen_args("--model", str(smollm2_dir), *flags))
 

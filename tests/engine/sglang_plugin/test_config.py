@@ -13,7 +13,7 @@ from turnspec.engine.sglang_plugin.config import ENV_MODE, PluginConfig
 
 def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     assert not PluginConfig.from_env({}).armed
-    cfg = PluginConfig(mode="lookup", lookup_below=3.0, plan_at="launch")
+    cfg = PluginConfig(mode="lookup", lookup_below=3.0, plan_at="verify")
     back = PluginConfig.from_env(cfg.to_env())
     assert back == cfg and back.armed
     opts = back.options()

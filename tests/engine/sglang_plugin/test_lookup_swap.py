@@ -87,62 +87,52 @@ def test_history_from_the_record_or_with_the_last_steps_commits() -> None:
     assert swappable(r) and not swappable(req("b", [1], [], greedy=False))
 
 
-def test_grammar_rows_are_planned_where_the_grammar_walk_copies_the_blocks() -> None:
+def with_history(step: StepContext, reqs: list[SimpleNamespace]) -> None:
+    """plan_at "device": the requests' tokens kept on the device, a slot each."""
+    for i, r in enumerate(reqs):
+        r.req_pool_idx = i
+    step.batch.req_pool_indices = torch.arange(len(reqs))
+    STATE.history = DeviceHistory(len(reqs), 32, "cpu")
+    STATE.history.write(reqs)
+
+
+@pytest.mark.parametrize("plan_at", ["device", "verify"])
+def test_grammar_rows_are_planned_where_the_grammar_walk_copies_the_blocks(plan_at: str) -> None:
     """In a batch with a grammar, DFLASH copies the blocks for its grammar walk
     (GrammarTree.from_linear_chain) before the verify: planned there, a grammar row takes the
     lookup too, and the verify's own hook then leaves the step alone (one plan a step)."""
-    STATE.configure(PluginConfig(mode="lookup"))
+    STATE.configure(PluginConfig(mode="lookup", plan_at=plan_at))
     STATE.stats.clear()
+    STATE.device_stats.clear()
     history = [5, 6, 7, 8, 9, 5, 6, 7]
     reqs = [req("a", history, []), req("b", history, [], grammar=object())]
     step, verify, blocks = step_for(reqs, [7, 7], p_draft=0.1)
+    with_history(step, reqs)
     seen = []
     STATE.step = step
     try:
         hooks.around_grammar_chain(lambda cls, ids: seen.append(ids.tolist()), object, blocks)
         hooks.before_prepare_for_verify(verify)
     finally:
-        STATE.step = None
+        STATE.step, STATE.history = None, None
     assert seen == [[[7, 8, 9, 5, 6], [7, 8, 9, 5, 6]]]  # the walk copies the chosen blocks
-    assert STATE.stats["steps"] == 1 and STATE.stats["grammar_rows_swapped"] == 1
+    assert STATE.stats["steps"] == 1 and STATE.report()["grammar_rows_swapped"] == 1
+    STATE.device_stats.clear()
 
 
-def test_without_the_grammar_walk_grammar_rows_keep_the_drafters_block() -> None:
-    STATE.configure(PluginConfig(mode="lookup"))
+@pytest.mark.parametrize("plan_at", ["device", "verify"])
+def test_without_the_grammar_walk_grammar_rows_keep_the_drafters_block(plan_at: str) -> None:
+    STATE.configure(PluginConfig(mode="lookup", plan_at=plan_at))
     history = [5, 6, 7, 8, 9, 5, 6, 7]
-    step, verify, blocks = step_for([req("b", history, [], grammar=object())], [7], p_draft=0.1)
+    reqs = [req("b", history, [], grammar=object())]
+    step, verify, blocks = step_for(reqs, [7], p_draft=0.1)
+    with_history(step, reqs)
     STATE.step = step
     try:
         hooks.before_prepare_for_verify(verify)
     finally:
-        STATE.step = None
+        STATE.step, STATE.history = None, None
     assert blocks.tolist() == [[7, 1, 1, 1, 1]]
-
-
-def test_planning_at_the_launch_swaps_after_sglang_loaded_the_verify() -> None:
-    """plan_at "launch": nothing happens where DFLASH builds its grammar chain or before it
-    loads the verify; after the load, the plan swaps the blocks, the verify batch's ids follow
-    (here a separate tensor) and the grammar walk's copy is taken from the swapped blocks."""
-    STATE.configure(PluginConfig(mode="lookup", plan_at="launch"))
-    STATE.stats.clear()
-    history = [5, 6, 7, 8, 9, 5, 6, 7]
-    reqs = [req("a", history, []), req("b", history, [], grammar=object())]
-    step, verify, blocks = step_for(reqs, [7, 7], p_draft=0.1)
-    loaded = SimpleNamespace(input_ids=verify.draft_token.clone())  # what SGLang loaded
-    STATE.step = step
-    try:
-        chain = hooks.around_grammar_chain(
-            lambda cls, ids: SimpleNamespace(resolve=lambda: ids.clone()), object, blocks)
-        hooks.before_prepare_for_verify(verify)
-        assert blocks.tolist() == [[7, 1, 1, 1, 1]] * 2 and STATE.stats["steps"] == 0
-        hooks.after_prepare_for_verify((loaded, True), verify)
-    finally:
-        STATE.step = None
-        STATE.configure(PluginConfig(mode="lookup"))
-    swapped = [[7, 8, 9, 5, 6], [7, 8, 9, 5, 6]]
-    assert blocks.tolist() == swapped and STATE.stats["grammar_rows_swapped"] == 1
-    assert loaded.input_ids.view(2, B).tolist() == swapped
-    assert chain.resolve().tolist() == swapped
 
 
 def random_step(rng: random.Random, bs: int, device: str = "cpu"):

@@ -63,14 +63,11 @@ def reference_ngram_lookup(hist: torch.Tensor, lengths: torch.Tensor, rows: torc
 
 
 @triton.jit
-def _ngram_lookup_kernel(hist_ptr, len_ptr, rows_ptr, cont_ptr, n_ptr, match_ptr, stride,
-                         WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
-                         NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr):
-    """One program per batch row: a pass over its tokens in blocks, keeping the best score."""
-    pid = tl.program_id(0)
-    r = tl.load(rows_ptr + pid)
-    base = hist_ptr + r * stride
-    end = tl.load(len_ptr + r) - 1
+def source_of(base, end, BLOCK: tl.constexpr, NMIN: tl.constexpr, NMAX: tl.constexpr,
+              CAP: tl.constexpr):
+    """One row's lookup (tokens at `base`, the anchor at `end`): (source, match, found), where
+    the continuation starts at source + 1. A pass over the tokens in blocks keeps the best
+    score, n * _BIG + j: the longest suffix match, then the latest position."""
     best = tl.full((), -1, tl.int64)
     for start in range(0, end, BLOCK):
         j = start + tl.arange(0, BLOCK)
@@ -91,13 +88,25 @@ def _ngram_lookup_kernel(hist_ptr, len_ptr, rows_ptr, cont_ptr, n_ptr, match_ptr
     same = ok & (tl.load(base + src - k, mask=ok, other=-1) == tl.load(base + end - k, mask=ok, other=-2))
     match = tl.min(tl.where(same, CAP, k), axis=0)  # the leading run of matches
     has = tl.max(found.to(tl.int64), axis=0) > 0
-    source = tl.max(src, axis=0)
+    return tl.max(src, axis=0), tl.where(has, match, 0).to(tl.int64), has
+
+
+@triton.jit
+def _ngram_lookup_kernel(hist_ptr, len_ptr, rows_ptr, cont_ptr, n_ptr, match_ptr, stride,
+                         WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
+                         NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr):
+    """One program per batch row."""
+    pid = tl.program_id(0)
+    r = tl.load(rows_ptr + pid)
+    base = hist_ptr + r * stride
+    end = tl.load(len_ptr + r) - 1
+    source, match, has = source_of(base, end, BLOCK, NMIN, NMAX, CAP)
     count = tl.where(has, tl.minimum(end - source, WIDTH), 0)
     w = tl.arange(0, WP)
     taken = tl.load(base + source + 1 + w, mask=w < count, other=-1)
     tl.store(cont_ptr + pid * WIDTH + w, tl.where(w < count, taken, -1), mask=w < WIDTH)
     tl.store(n_ptr + pid, count.to(tl.int64))
-    tl.store(match_ptr + pid, tl.where(has, match, 0).to(tl.int64))
+    tl.store(match_ptr + pid, match)
 
 
 def triton_ngram_lookup(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,

@@ -1,5 +1,5 @@
 """Each request's tokens on the GPU, for plan_at "device": the lookup proposer reads them there
-(kernels/ngram_lookup.py), so a decode step never waits for the host to learn what the last step
+(kernels/plan_lookup.py), so a decode step never waits for the host to learn what the last step
 committed.
 
 A row per SGLang request slot (`req.req_pool_idx`, the row of its req_to_token table), as wide
@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+from turnspec.kernels.plan_lookup import append
 
 
 class DeviceHistory:
@@ -56,6 +58,9 @@ class DeviceHistory:
         tokens[i * stride : i * stride + counts[i]] (counts None: one token a row)."""
         bs = int(rows.shape[0])
         if bs == 0:
+            return
+        if self.tokens.is_cuda:  # one launch (kernels/plan_lookup.py); these ops elsewhere
+            append(self.tokens, self.lengths, rows, tokens, counts, stride)
             return
         rows = rows.to(torch.int64)
         start = self.lengths[rows].unsqueeze(1)

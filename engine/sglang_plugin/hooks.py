@@ -10,16 +10,17 @@ registry), in the order a decode step meets them:
                                              core picks each row's block (lookup_swap.py) before
                                              DFLASH copies the blocks for its grammar walk
     DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar
-    DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve
+    DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve;
+                                             compiles the device plan's kernels
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
                                              server info (`internal_states[i]["turnspec"]`)
 
-Where the plan waits for the draft (plan_at, config.py):
+Where the plan runs (plan_at, config.py):
     verify  the plan reads the drafter's block on the host (a sync), then SGLang loads the
             verify: that loading, host work, waits for the draft too;
-    device  the host never waits: each request's tokens are kept on the GPU (history.py), the
-            lookup runs there (kernels/ngram_lookup.py) and so does the rule
-            (lookup_swap.swap_on_device), at the same two points as "verify".
+    device  (default) the host never waits: each request's tokens are kept on the GPU
+            (history.py), and the lookup, the rule and the swap run there in one kernel
+            (lookup_swap.swap_on_device, kernels/plan_lookup.py), at the same two points.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from turnspec.engine.sglang_plugin.checks import (
 from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks, swap_on_device
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
+from turnspec.kernels.plan_lookup import warm
 
 TOP_K = 1  # top tokens kept per draft position: the lookup rule reads the drafter's own's
 
@@ -161,6 +163,14 @@ def guard_worker(original, *args, **kwargs):
                            "and the full draft cache (or TURNSPEC_SGLANG_SPEC=off)")
     out = original(*args, **kwargs)
     STATE.overlap = not getattr(server_args, "disable_overlap_schedule", False)
+    if STATE.config.plan_at == "device":  # compile the plan's kernels now, not in a request
+        worker = args[0]
+        try:
+            warm(int(worker.block_size) - 1, worker.device)
+        except Exception as e:
+            raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
+                               f"{worker.device}: {e}; expected them to compile there (or "
+                               "TURNSPEC_SGLANG_PLAN_AT=verify: the plan on the host)") from e
     return out
 
 

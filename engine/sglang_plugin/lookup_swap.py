@@ -24,9 +24,16 @@ from typing import Any
 import torch
 
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
-from turnspec.engine.spec.planner import LOOKUP_AGREE, RowInput, lookup_wins, plan_step
+from turnspec.engine.spec.planner import (
+    LOOKUP_AGREE,
+    LOOKUP_MATCH,
+    RowInput,
+    lookup_wins,
+    plan_step,
+)
 from turnspec.engine.spec.proposers.drafter import blocks_from, reach_of
 from turnspec.kernels.ngram_lookup import ngram_lookup_rows
+from turnspec.kernels.plan_lookup import choose
 
 
 def swappable(req: Any, grammar_ok: bool = False) -> bool:
@@ -94,12 +101,32 @@ def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = Fals
         blocks[idx, 1:] = torch.tensor(new, dtype=blocks.dtype).to(blocks.device)
 
 
+def choose_torch(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                 blocks: torch.Tensor, lp: torch.Tensor, flags: torch.Tensor,
+                 counts: torch.Tensor, *, below: float, agree: int, match_min: int) -> None:
+    """kernels/plan_lookup.py `choose` as torch ops (off CUDA, and its reference): each row's
+    lookup continuation over its kept tokens, the planner's rule (`lookup_wins`) against the
+    drafter's block, the swap in place in `blocks`, the counters added to `counts`."""
+    bs, width = blocks.shape[0], blocks.shape[1] - 1
+    rows = rows.to(torch.int64)
+    cont, n, match = ngram_lookup_rows(hist, lengths, rows, width)
+    length = lengths[rows]
+    anchored = hist[rows, (length - 1).clamp(min=0)] == blocks[:, 0]
+    drafts = blocks[:, 1:]
+    expected = reach_of(lp.view(bs, width).exp(), torch.full((bs,), width, device=blocks.device)).sum(-1)
+    agrees = (cont[:, :agree] == drafts[:, :agree]).all(dim=-1)
+    ok, grammar = flags[:, 0] > 0, flags[:, 1] > 0
+    take = lookup_wins(n, agrees, width, expected, below, match) & anchored & ok
+    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
+    counts += torch.stack([take.sum(), (take & grammar).sum(), (ok & (length > 0) & ~anchored).sum()])
+
+
 def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
     """`swap_blocks` without the host (plan_at "device"): each row's lookup continuation is
-    found on the GPU over the tokens kept there (history.py, kernels/ngram_lookup.py) and the
-    planner's rule (`lookup_wins`) picks between it and the drafter's block there too. The host
-    sends only which rows may be planned; a row whose kept history does not end at the block's
-    anchor keeps the drafter's block."""
+    found on the GPU over the tokens kept there (history.py) and the planner's rule picks
+    between it and the drafter's block there too, in one kernel (kernels/plan_lookup.py; its
+    torch form off CUDA). The host sends only which rows may be planned; a row whose kept
+    tokens do not end at the block's anchor keeps the drafter's block."""
     reqs, hist = step.batch.reqs, STATE.history
     bs, width = len(reqs), int(blocks.shape[1]) - 1
     ok = [swappable(r, grammar_ok) for r in reqs]
@@ -108,17 +135,9 @@ def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = F
     STATE.stats["rows_planned"] += sum(ok)
     dev = blocks.device
     flags = torch.tensor([[o, r.grammar is not None] for o, r in zip(ok, reqs, strict=True)],
-                         dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
-    rows = step.batch.req_pool_indices.to(torch.int64)
-    cont, n, match = ngram_lookup_rows(hist.tokens, hist.lengths, rows, width)
-    length = hist.lengths[rows]
-    anchored = hist.tokens[rows, (length - 1).clamp(min=0)] == blocks[:, 0]
-    drafts = blocks[:, 1:]
+                         dtype=torch.int32, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
     _, lp = drafter_top(step, bs, width)
-    expected = reach_of(lp[..., 0].float().exp(), torch.full((bs,), width, device=dev)).sum(-1)
-    agrees = (cont[:, :LOOKUP_AGREE] == drafts[:, :LOOKUP_AGREE]).all(dim=-1)
-    take = lookup_wins(n, agrees, width, expected, STATE.options.lookup_below, match) \
-        & anchored & flags[:, 0]
-    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
-    STATE.count_on_device(rows_swapped=take.sum(), grammar_rows_swapped=(take & flags[:, 1]).sum(),
-                          history_misses=(flags[:, 0] & (length > 0) & ~anchored).sum())
+    plan = choose if blocks.is_cuda else choose_torch
+    plan(hist.tokens, hist.lengths, step.batch.req_pool_indices, blocks,
+         lp[..., 0].reshape(-1).float(), flags, STATE.device_counts(dev),
+         below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)

@@ -14,6 +14,8 @@ from turnspec.engine.sglang_plugin.config import PluginConfig
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers.lookup import PromptLookup
 
+DEVICE_COUNTERS = ("rows_swapped", "grammar_rows_swapped", "history_misses")
+
 
 @dataclass(slots=True)
 class StepContext:
@@ -67,8 +69,9 @@ class PluginState:
     overlap: bool = False
     history: Any | None = None  # plan_at "device": each request's tokens on the GPU (history.py)
     stats: Counter = field(default_factory=Counter)
-    # counters kept on the device (plan_at "device": reading them each step would wait for it)
-    device_stats: dict[str, Any] = field(default_factory=dict)
+    # counters kept on the device (plan_at "device": reading them each step would wait for it),
+    # DEVICE_COUNTERS in order
+    device_stats: Any | None = None
 
     def configure(self, config: PluginConfig) -> None:
         self.config, self.options = config, config.options()
@@ -79,19 +82,18 @@ class PluginState:
         pending, self.pending = self.pending, None
         return pending.by_rid() if pending is not None and self.overlap else {}
 
-    def count_on_device(self, **counts: Any) -> None:
-        """Add 0-d device tensors to the device counters, without a host sync."""
-        for name, value in counts.items():
-            if name in self.device_stats:
-                self.device_stats[name].add_(value)
-            else:
-                self.device_stats[name] = value.clone()
+    def device_counts(self, device: Any) -> torch.Tensor:
+        """The device counters [len(DEVICE_COUNTERS)] int64, made on first use."""
+        if self.device_stats is None:
+            self.device_stats = torch.zeros(len(DEVICE_COUNTERS), dtype=torch.int64, device=device)
+        return self.device_stats
 
     def report(self) -> dict[str, Any]:
         """The counters (a host sync for those kept on the device)."""
         stats = Counter(self.stats)
-        for name, value in self.device_stats.items():
-            stats[name] += int(value)
+        if self.device_stats is not None:
+            for name, value in zip(DEVICE_COUNTERS, self.device_stats.tolist(), strict=True):
+                stats[name] += value
         return {"mode": self.config.mode, **dict(stats)}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from turnspec.engine.sglang_plugin import hooks
@@ -63,3 +64,19 @@ def test_other_plan_points_keep_no_device_history() -> None:
     a = SimpleNamespace(rid="a", req_pool_idx=0, origin_input_ids=[1, 2], output_ids=[])
     run_step(batch_of([a], extend=True), [3], None, 1)
     assert STATE.history is None
+
+
+def test_the_worker_compiles_the_plan_at_start_or_refuses_to_start() -> None:
+    """Under plan_at "device" the DFLASH worker's start runs the plan's kernels once for its
+    block (no request waits on their compile); where they cannot run, the start is refused."""
+    STATE.configure(PluginConfig(mode="lookup", plan_at="device"))
+    server_args = SimpleNamespace(tp_size=1, speculative_draft_window_size=None,
+                                  disable_overlap_schedule=False)
+    built = []
+    worker = SimpleNamespace(block_size=16, device="cpu")
+    hooks.guard_worker(lambda *a, **k: built.append(a), worker, server_args)
+    assert built and STATE.overlap
+    broken = SimpleNamespace(block_size=16, device="meta")  # no kernel runs on "meta"
+    with pytest.raises(RuntimeError, match="the device plan's kernels failed on meta"):
+        hooks.guard_worker(lambda *a, **k: None, broken, server_args)
+    STATE.configure(PluginConfig(mode="lookup"))

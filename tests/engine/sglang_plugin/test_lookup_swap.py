@@ -103,7 +103,7 @@ def test_grammar_rows_are_planned_where_the_grammar_walk_copies_the_blocks(plan_
     lookup too, and the verify's own hook then leaves the step alone (one plan a step)."""
     STATE.configure(PluginConfig(mode="lookup", plan_at=plan_at))
     STATE.stats.clear()
-    STATE.device_stats.clear()
+    STATE.device_stats = None
     history = [5, 6, 7, 8, 9, 5, 6, 7]
     reqs = [req("a", history, []), req("b", history, [], grammar=object())]
     step, verify, blocks = step_for(reqs, [7, 7], p_draft=0.1)
@@ -117,7 +117,7 @@ def test_grammar_rows_are_planned_where_the_grammar_walk_copies_the_blocks(plan_
         STATE.step, STATE.history = None, None
     assert seen == [[[7, 8, 9, 5, 6], [7, 8, 9, 5, 6]]]  # the walk copies the chosen blocks
     assert STATE.stats["steps"] == 1 and STATE.report()["grammar_rows_swapped"] == 1
-    STATE.device_stats.clear()
+    STATE.device_stats = None
 
 
 @pytest.mark.parametrize("plan_at", ["device", "verify"])
@@ -172,13 +172,13 @@ def test_the_device_plan_swaps_what_the_host_plan_swaps(seed: int) -> None:
     swap_blocks(step, on_host, grammar_ok)
     host_stats = dict(STATE.stats)
     STATE.stats.clear()
-    STATE.device_stats.clear()
+    STATE.device_stats = None
     swap_on_device(step, blocks, grammar_ok)
     assert blocks.tolist() == on_host.tolist()
     report = STATE.report()
     for name in ("rows_swapped", "grammar_rows_swapped"):
         assert report.get(name, 0) == host_stats.get(name, 0)
-    STATE.device_stats.clear()
+    STATE.device_stats = None
     STATE.history = None
 
 
@@ -205,5 +205,5 @@ def test_the_device_plan_never_waits_for_the_gpu() -> None:
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert blocks.tolist() == expected.tolist()
-    STATE.device_stats.clear()
+    STATE.device_stats = None
     STATE.history = None

@@ -1,0 +1,123 @@
+"""The SGLang plugin's plan on the device in two launches a step, where its torch form
+(engine/sglang_plugin/lookup_swap.py `choose_torch`, history.py `DeviceHistory.append`) takes a
+few dozen small ones, each a host cost on a step that is host-bound at small models:
+
+  choose  per batch row: the prompt lookup over the row's kept tokens (ngram_lookup.source_of),
+          the planner's rule between that continuation and the drafter's block (restated here
+          for one row from engine/spec/planner.py `lookup_wins`: a kernel cannot import the
+          engine; tests/engine/sglang_plugin pin the two forms equal), the swap in place in the
+          verify's block, and the counters, added atomically;
+  append  a step's commits onto each row's kept tokens.
+
+  hist [R, C+1] int64 and lengths [R] int64: the kept tokens (history.py), rows [b] the batch's
+  history rows; blocks [b, 1+W] the verify's blocks (anchor, drafts), in place; lp [b*W] fp32
+  the drafter's log-probability of each draft; flags [b, 2] int32 (may plan, under a grammar);
+  counts [3] int64 (rows swapped, grammar rows swapped, history misses).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from turnspec.kernels.ngram_lookup import MATCH_CAP, NGRAM_MAX, NGRAM_MIN, source_of
+
+
+@triton.jit
+def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, counts_ptr,
+                   hist_stride, blocks_stride, below,
+                   WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
+                   NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr,
+                   AGREE: tl.constexpr, MATCH_MIN: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.load(rows_ptr + pid).to(tl.int64)
+    base = hist_ptr + r * hist_stride
+    length = tl.load(len_ptr + r)
+    end = length - 1
+    source, match, has = source_of(base, end, BLOCK, NMIN, NMAX, CAP)
+    n = tl.where(has, tl.minimum(end - source, WIDTH), 0)
+    w = tl.arange(0, WP)
+    live = w < WIDTH
+    row = blocks_ptr + pid * blocks_stride
+    drafts = tl.load(row + 1 + w, mask=live, other=-1)
+    cont = tl.load(base + source + 1 + w, mask=w < n, other=-1)
+    p = tl.exp(tl.load(lp_ptr + pid * WIDTH + w, mask=live, other=float("-inf")))
+    expected = tl.sum(tl.where(live, tl.cumprod(p, axis=0), 0.0), axis=0)
+    agrees = tl.sum(tl.where((w < AGREE) & (cont == drafts), 1, 0), axis=0) == AGREE
+    wins = (n >= 2) & ((expected < below) | (agrees & (n > WIDTH))
+                       | ((match >= MATCH_MIN) & (n > expected + 1)))
+    anchored = tl.load(base + tl.maximum(end, 0)) == tl.load(row)
+    ok = tl.load(flags_ptr + pid * 2) != 0
+    take = (wins & anchored & ok).to(tl.int64)
+    tl.store(row + 1 + w, tl.where(w < n * take, cont, drafts), mask=live)
+    tl.atomic_add(counts_ptr, take)
+    tl.atomic_add(counts_ptr + 1, take * (tl.load(flags_ptr + pid * 2 + 1) != 0).to(tl.int64))
+    tl.atomic_add(counts_ptr + 2, (ok & (length > 0) & (anchored == 0)).to(tl.int64))
+
+
+def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks: torch.Tensor,
+           lp: torch.Tensor, flags: torch.Tensor, counts: torch.Tensor, *, below: float,
+           agree: int, match_min: int) -> None:
+    """Swap each batch row's block for its lookup continuation where the rule says so (module
+    doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. CUDA, or the CPU
+    under TRITON_INTERPRET=1."""
+    b, block = blocks.shape
+    width = block - 1
+    if lp.shape != (b * width,) or flags.shape != (b, 2) or rows.shape != (b,):
+        raise ValueError(f"lp/flags/rows: expected [{b * width}], [{b}, 2], [{b}] for blocks "
+                         f"{tuple(blocks.shape)}, got {tuple(lp.shape)}, {tuple(flags.shape)}, "
+                         f"{tuple(rows.shape)}")
+    if b and width:
+        _choose_kernel[(b,)](hist, lengths, rows, blocks, lp, flags, counts, hist.stride(0),
+                             blocks.stride(0), float(below), WIDTH=width,
+                             WP=max(16, triton.next_power_of_2(width)), BLOCK=1024,
+                             NMIN=NGRAM_MIN, NMAX=NGRAM_MAX, CAP=MATCH_CAP, AGREE=agree,
+                             MATCH_MIN=match_min)
+
+
+@triton.jit
+def _append_kernel(hist_ptr, len_ptr, rows_ptr, tok_ptr, counts_ptr, hist_stride, cap,
+                   STRIDE: tl.constexpr, SP: tl.constexpr, HAS_COUNTS: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.load(rows_ptr + pid).to(tl.int64)
+    start = tl.load(len_ptr + r)
+    d = tl.arange(0, SP)
+    live = d < STRIDE
+    tok = tl.load(tok_ptr + pid * STRIDE + d, mask=live, other=0)
+    tl.store(hist_ptr + r * hist_stride + tl.minimum(start + d, cap), tok.to(tl.int64), mask=live)
+    if HAS_COUNTS:  # noqa: SIM108 (a constexpr branch: only one is compiled)
+        added = tl.load(counts_ptr + pid).to(tl.int64)
+    else:
+        added = tl.full((), 1, tl.int64)
+    tl.store(len_ptr + r, tl.minimum(start + added, cap))
+
+
+def append(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
+           counts: torch.Tensor | None, stride: int) -> None:
+    """Batch row i (history row rows[i]) committed tokens[i * stride : i * stride + counts[i]]
+    (counts None: one token a row): onto its kept tokens, past the last; a full row's go to
+    its last column (never read)."""
+    b = rows.shape[0]
+    if b:
+        _append_kernel[(b,)](hist, lengths, rows, tokens, counts if counts is not None else rows,
+                             hist.stride(0), hist.shape[1] - 1, STRIDE=stride,
+                             SP=max(16, triton.next_power_of_2(stride)),
+                             HAS_COUNTS=counts is not None)
+
+
+def warm(width: int, device: torch.device | str) -> None:
+    """Compile both kernels for blocks of `width` drafts (and appends of 1 and width + 1
+    tokens, with and without counts) on tiny inputs, so no request waits on a compile."""
+    hist = torch.zeros((1, 9), dtype=torch.int64, device=device)
+    lengths = torch.zeros(1, dtype=torch.int64, device=device)
+    rows = torch.zeros(1, dtype=torch.int64, device=device)
+    blocks = torch.zeros((1, width + 1), dtype=torch.int64, device=device)
+    lp = torch.zeros(width, dtype=torch.float32, device=device)
+    flags = torch.zeros((1, 2), dtype=torch.int32, device=device)
+    choose(hist, lengths, rows, blocks, lp, flags, torch.zeros(3, dtype=torch.int64, device=device),
+           below=0.0, agree=2, match_min=6)
+    for stride in (1, width + 1):
+        tokens = torch.zeros(stride, dtype=torch.int64, device=device)
+        append(hist, lengths, rows, tokens, torch.ones(1, dtype=torch.int32, device=device), stride)
+        append(hist, lengths, rows, tokens, None, stride)

@@ -1,0 +1,109 @@
+"""Issue 53's lossless line, turn by turn: wherever a speculative mode's greedy answer differs from
+SGLang's without speculation, it must part at a bf16 near-tie of the target (its top two logits
+within 1% of each other).
+
+    python3 scripts/gpu/near_ties.py RUN_DIR [--model M] [--device cuda] [--json OUT.json]
+
+RUN_DIR holds plugin_check.py's none.json and each mode's JSON (stock.json, device.json, ...).
+For every turn a mode answers differently: the first position where the answers part, the two
+tokens, and the target's own logits there (transformers, bf16, over the prompt and the answer
+without speculation up to that position): its top two tokens and logits, their gap relative to
+the top logit, and whether the two runs chose exactly those two tokens. A mismatch is a near-tie
+when both hold and the gap is within 1%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plugin_check import MODES, turns  # noqa: E402
+
+NEAR = 0.01  # the lossless line's "within 1%"
+
+
+def first_split(a: list[int], b: list[int]) -> int | None:
+    """The first position where two answers differ (one ending early counts), None if equal."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def top_two(model: Any, ids: list[int]) -> tuple[list[int], list[float]]:
+    """The target's two most likely next tokens after `ids`, with their raw logits."""
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        logits = model(torch.tensor([ids], device=device)).logits[0, -1].float()
+    top = logits.topk(2)
+    return top.indices.tolist(), top.values.tolist()
+
+
+def judge(prompt: list[int], ref: list[int], got: list[int], model: Any) -> dict[str, Any] | None:
+    """One turn: None when the answers agree, else where and how they part."""
+    at = first_split(ref, got)
+    if at is None:
+        return None
+    chosen = [ref[at] if at < len(ref) else None, got[at] if at < len(got) else None]
+    tokens, logits = top_two(model, prompt + ref[:at])
+    gap = (logits[0] - logits[1]) / max(abs(logits[0]), 1e-6)
+    return {"at": at, "chosen": chosen, "top2": tokens, "logits": logits, "gap": gap,
+            "near_tie": gap <= NEAR and sorted(map(str, chosen)) == sorted(map(str, tokens))}
+
+
+def check(folder: Path, model: Any) -> dict[str, list[dict[str, Any]]]:
+    """mode -> its turns that differ from none.json, judged."""
+    ref = json.loads((folder / "none.json").read_text())["rows"]
+    n = max(sum(r["split"] == s for r in ref) for s in {r["split"] for r in ref})
+    prompts = {sid: p for _, sid, p in turns(n)}
+    want = {r["id"]: r["output_ids"] for r in ref}
+    out = {}
+    for mode in MODES[1:]:
+        path = folder / f"{mode}.json"
+        if not path.exists():
+            continue
+        out[mode] = []
+        for r in json.loads(path.read_text())["rows"]:
+            verdict = judge(prompts[r["id"]], want[r["id"]], r["output_ids"], model)
+            if verdict is not None:
+                out[mode].append({"id": r["id"], "split": r["split"], **verdict})
+    return out
+
+
+def show(found: dict[str, list[dict[str, Any]]]) -> None:
+    for mode, rows in found.items():
+        ties = sum(r["near_tie"] for r in rows)
+        print(f"{mode}: {len(rows)} turns differ from none, {ties} at a near-tie")
+        for r in rows:
+            print(f"  {r['split']:20} {r['id']:>12} at {r['at']:3}  chose {r['chosen']}  "
+                  f"top2 {r['top2']} logits {r['logits'][0]:.3f} {r['logits'][1]:.3f}  "
+                  f"gap {100 * r['gap']:.2f}%  {'near-tie' if r['near_tie'] else 'NOT A NEAR-TIE'}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder", type=Path)
+    p.add_argument("--model", default="")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    from transformers import AutoModelForCausalLM
+
+    from turnspec.engine.local.args import resolve_model_dir
+
+    model = AutoModelForCausalLM.from_pretrained(args.model or resolve_model_dir(None),
+                                                 dtype=torch.bfloat16).to(args.device).eval()
+    found = check(args.folder, model)
+    show(found)
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

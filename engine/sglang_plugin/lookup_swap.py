@@ -2,11 +2,16 @@
 core's chosen block in place of the drafter's, in DFLASH's own linear verify (same width, so
 its CUDA graphs stay as captured).
 
-Called just before the target verify is prepared, after the drafter ran: the drafter's block,
-its probabilities and each row's committed tokens go to the planner (engine/spec/planner.py,
-the rule the embedded engine and the τ replay use), and where it picks the prompt-lookup
-continuation, the row's block is overwritten in place. DFLASH's accept reads the same buffer
-as its candidates, so what is verified is what is accepted from: lossless for any block.
+Called just before the target verify is prepared, after the drafter ran. Two forms of one plan:
+- `swap_on_device` (plan_at "device", the default): the lookup over each request's tokens kept
+  on the GPU and the planner's rule, in one kernel (kernels/plan_lookup.py) or its torch form
+  `choose_torch`; the host never waits for the GPU;
+- `swap_blocks` (plan_at "verify"): the drafter's block, its probabilities and each row's
+  committed tokens go to the host planner (engine/spec/planner.py, the rule the embedded engine
+  and the τ replay use). The tests pin the two to the same blocks.
+Where the plan picks the prompt-lookup continuation, the row's block is overwritten in place.
+DFLASH's accept reads the same buffer as its candidates, so what is verified is what is accepted
+from: lossless for any block.
 
 Rows under a grammar (tool calls) are planned too when the step has one: the plan runs where
 DFLASH copies the blocks to the host for its grammar walk (`GrammarTree.from_linear_chain`,

@@ -13,7 +13,8 @@
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
-# Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR (10 s a level), MEM (0.15 of the GPU a server), SERVERS, UP_S
+# Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
+# (20 s a level: cells of 10 s swung 20-30%), MEM (0.15 of the GPU a server), SERVERS, UP_S
 # (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
@@ -22,7 +23,7 @@ R=runs/plugin-load; mkdir -p $R
 if [ -d /tmp/sgsite ]; then
   source scripts/gpu/sglang_env.sh
   D=${DRAFTER:-/tmp/sgcarry/drafter}; DRY=; PY=python3
-  LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-10}
+  LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-20}
   ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.15}" --sglang-arg cuda_graph_max_bs_decode=32)
   SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-device sg-lookup}
 else

@@ -16,11 +16,11 @@ from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.state import STATE
 
 
-def batch_of(reqs: list[SimpleNamespace], extend: bool) -> SimpleNamespace:
+def batch_of(reqs: list[SimpleNamespace], extend: bool, cap: int = 12) -> SimpleNamespace:
     return SimpleNamespace(
         reqs=reqs, forward_mode=SimpleNamespace(is_extend=lambda: extend),
         req_pool_indices=torch.tensor([r.req_pool_idx for r in reqs], dtype=torch.int32),
-        req_to_token_pool=SimpleNamespace(req_to_token=torch.zeros((6, 12), dtype=torch.int32)))
+        req_to_token_pool=SimpleNamespace(req_to_token=torch.zeros((6, cap), dtype=torch.int32)))
 
 
 def run_step(batch: SimpleNamespace, tokens: list[int], counts: list[int] | None, stride: int) -> None:
@@ -80,3 +80,58 @@ def test_the_worker_compiles_the_plan_at_start_or_refuses_to_start() -> None:
     with pytest.raises(RuntimeError, match="the device plan's kernels failed on meta"):
         hooks.guard_worker(lambda *a, **k: None, broken, server_args)
     STATE.configure(PluginConfig(mode="lookup"))
+
+
+def test_steps_through_the_hooks_keep_history_and_plan_as_the_host_would() -> None:
+    """Prefill, then decode steps as DFLASH's worker runs them through the hooks (the plan where
+    the verify is prepared, the commits after the step): after every step the kept rows are
+    the requests' tokens, and every step's swaps are the host plan's over those tokens."""
+    import math
+    import random
+    from array import array
+
+    from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks
+
+    rng, width = random.Random(3), 4
+    STATE.configure(PluginConfig(mode="lookup", plan_at="device", lookup_below=3.0))
+    STATE.history, STATE.device_stats, STATE.overlap = None, None, False
+    greedy = SimpleNamespace(top_k=1, temperature=0.0, frequency_penalty=0.0,
+                             presence_penalty=0.0, repetition_penalty=1.0)
+    reqs = [SimpleNamespace(rid=f"r{i}", req_pool_idx=slot, grammar=None, sampling_params=greedy,
+                            origin_input_ids=[rng.randrange(4) for _ in range(rng.randrange(20, 40))],
+                            output_ids=array("q")) for i, slot in enumerate([2, 0, 5])]
+    bonus = [rng.randrange(4) for _ in reqs]
+    run_step(batch_of(reqs, extend=True, cap=128), bonus, None, 1)
+    for r, t in zip(reqs, bonus, strict=True):
+        r.output_ids.append(t)
+    try:
+        for _ in range(8):
+            blocks = torch.randint(0, 4, (3, 1 + width))
+            blocks[:, 0] = torch.tensor([r.output_ids[-1] for r in reqs])
+            lp = torch.tensor([[math.log(rng.uniform(0.05, 1.0))] for _ in range(3 * width)])
+            worker = SimpleNamespace(_draft_sampler=SimpleNamespace(top_ids=lp.long(), top_lp=lp))
+            host = blocks.clone()
+            swap_blocks(SimpleNamespace(worker=worker, batch=SimpleNamespace(reqs=reqs),
+                                        eager_top=None), host)
+            accepted = [rng.randrange(width + 1) for _ in reqs]  # the target's verdicts
+            bonus = [rng.randrange(4) for _ in reqs]
+            commits: list[list[int]] = []
+
+            def step(worker, batch, blocks=blocks, accepted=accepted, bonus=bonus, commits=commits):
+                verify = SimpleNamespace(draft_token=blocks.view(-1), draft_token_num=1 + width)
+                hooks.before_prepare_for_verify(verify)  # the plan swaps blocks in place
+                commits += [[*blocks[i, 1 : 1 + a].tolist(), bonus[i]] for i, a in enumerate(accepted)]
+                out = [c + [0] * (1 + width - len(c)) for c in commits]
+                return SimpleNamespace(next_token_ids=torch.tensor(out).view(-1),
+                                       accept_lens=torch.tensor([len(c) for c in commits]),
+                                       speculative_num_draft_tokens=1 + width)
+
+            hooks.around_forward(step, worker, batch_of(reqs, extend=False, cap=128))
+            assert blocks.tolist() == host.tolist()
+            for r, c in zip(reqs, commits, strict=True):
+                r.output_ids.extend(c)
+            assert rows(STATE.history, [2, 0, 5]) == [r.origin_input_ids + list(r.output_ids) for r in reqs]
+        assert STATE.report()["rows_swapped"] > 0
+    finally:
+        STATE.history, STATE.device_stats = None, None
+        STATE.configure(PluginConfig(mode="lookup"))

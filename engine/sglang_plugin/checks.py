@@ -30,8 +30,14 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     f"{SCHEDULER}.get_internal_state": (("self", "recv_req"), ()),
     f"{GRAMMAR_TREE}.from_linear_chain": (("verify_ids_2d",), ()),  # a classmethod, bound
 }
-# fields of the verify input the plugin reads or writes
-VERIFY_FIELDS = ("draft_token", "positions", "draft_token_num", "custom_mask")
+# dataclass -> the fields the plugin reads or writes of it
+FIELDS: dict[str, tuple[str, ...]] = {
+    VERIFY_INPUT: ("draft_token", "positions", "draft_token_num", "custom_mask"),
+    "sglang.srt.managers.schedule_batch.ScheduleBatch": (
+        "reqs", "req_pool_indices", "req_to_token_pool", "forward_mode", "is_extend_in_batch"),
+    "sglang.srt.managers.utils.GenerationBatchResult": (
+        "next_token_ids", "accept_lens", "speculative_num_draft_tokens"),
+}
 
 
 def resolve(dotted: str):
@@ -75,11 +81,13 @@ def failures(version: str | None = None) -> list[str]:
             continue
         if got != want:
             out.append(f"{target}: parameters {got}, expected {want}")
-    try:
-        fields = {f.name for f in dataclasses.fields(resolve(VERIFY_INPUT))}
-        missing = [f for f in VERIFY_FIELDS if f not in fields]
+    for target, want in FIELDS.items():
+        try:
+            fields = {f.name for f in dataclasses.fields(resolve(target))}
+        except (ImportError, AttributeError, TypeError) as e:
+            out.append(f"{target}: not a dataclass ({e})")
+            continue
+        missing = [f for f in want if f not in fields]
         if missing:
-            out.append(f"{VERIFY_INPUT}: no field {missing}")
-    except (ImportError, AttributeError, TypeError) as e:
-        out.append(f"{VERIFY_INPUT}: not a dataclass ({e})")
+            out.append(f"{target}: no field {missing}")
     return out

@@ -3,10 +3,9 @@
 few dozen small ones, each a host cost on a step that is host-bound at small models:
 
   choose  per batch row: the prompt lookup over the row's kept tokens (ngram_lookup.source_of),
-          the planner's rule between that continuation and the drafter's block (restated here
-          for one row from engine/spec/planner.py `lookup_wins`: a kernel cannot import the
-          engine; tests/engine/sglang_plugin pin the two forms equal), the swap in place in the
-          verify's block, and the counters, added atomically;
+          the planner's rule between that continuation and the drafter's block (the same
+          arithmetic as engine/spec/planner.py `lookup_wins`: lookup_rule.py), the swap in
+          place in the verify's block, and the counters, added atomically;
   append  a step's commits onto each row's kept tokens.
 
   hist [R, C+1] int64 and lengths [R] int64: the kept tokens (history.py), rows [b] the batch's
@@ -21,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from turnspec.kernels.lookup_rule import wins_in_kernel
 from turnspec.kernels.ngram_lookup import MATCH_CAP, NGRAM_MAX, NGRAM_MIN, source_of
 
 
@@ -45,11 +45,10 @@ def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, c
     p = tl.exp(tl.load(lp_ptr + pid * WIDTH + w, mask=live, other=float("-inf")))
     expected = tl.sum(tl.where(live, tl.cumprod(p, axis=0), 0.0), axis=0)
     agrees = tl.sum(tl.where((w < AGREE) & (cont == drafts), 1, 0), axis=0) == AGREE
-    wins = (n >= 2) & ((expected < below) | (agrees & (n > WIDTH))
-                       | ((match >= MATCH_MIN) & (n > expected + 1)))
+    take_lookup = wins_in_kernel(n, agrees, WIDTH, expected, below, match, MATCH_MIN)
     anchored = tl.load(base + tl.maximum(end, 0)) == tl.load(row)
     ok = tl.load(flags_ptr + pid * 2) != 0
-    take = (wins & anchored & ok).to(tl.int64)
+    take = (take_lookup & anchored & ok).to(tl.int64)
     tl.store(row + 1 + w, tl.where(w < n * take, cont, drafts), mask=live)
     tl.atomic_add(counts_ptr, take)
     tl.atomic_add(counts_ptr + 1, take * (tl.load(flags_ptr + pid * 2 + 1) != 0).to(tl.int64))

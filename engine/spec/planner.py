@@ -28,6 +28,7 @@ from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers import Proposal, Proposer
 from turnspec.engine.spec.proposers.drafter import DrafterBlocks
 from turnspec.engine.spec.swaps import apply_swaps, first_swaps, plan_swaps
+from turnspec.kernels.lookup_rule import wins
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -70,10 +71,10 @@ class StepPlan:
 def lookup_wins(n: int | Tensor, agrees: bool | Tensor, verified: int | Tensor,
                 expected: float | Tensor, below: float, match: int | Tensor) -> bool | Tensor:
     """The lookup rule itself, elementwise: on Python numbers for one row (`takes_lookup`), or
-    on tensors for a batch where it is decided on the device (the SGLang plugin). `n`: the
-    continuation's length; `agrees`: its first LOOKUP_AGREE tokens are the drafter's own."""
-    return (n >= 2) & ((expected < below) | (agrees & (n > verified))
-                       | ((match >= LOOKUP_MATCH) & (n > expected + 1)))
+    on tensors for a batch where it is decided on the device (the SGLang plugin; its kernel
+    runs the same arithmetic, kernels/lookup_rule.py). `n`: the continuation's length;
+    `agrees`: its first LOOKUP_AGREE tokens are the drafter's own."""
+    return wins(n, agrees, verified, expected, below, match, LOOKUP_MATCH)
 
 
 def takes_lookup(cont: list[int], lead: list[int], verified: int, expected: float,

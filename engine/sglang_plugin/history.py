@@ -6,7 +6,10 @@ A row per SGLang request slot (`req.req_pool_idx`, the row of its req_to_token t
 as that table (the longest context a request may have). A prefill writes the row from the
 scheduler's record (prompt and output so far: a request retracted and prefilled again
 included); after every step, what it committed is appended on the device, behind the step on
-its stream. A slot taken by a new request is rewritten at its prefill.
+its stream. A slot taken by a new request is rewritten at its prefill. A batch mixing prefill
+and decode rows (SGLang's --enable-mixed-chunk, off by default) rewrites its decode rows too, from
+a record that under overlap scheduling lacks the last step: those rows then look up over tokens
+one step short (lossless; fewer copies found).
 """
 
 from __future__ import annotations

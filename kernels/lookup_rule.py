@@ -1,8 +1,7 @@
 """The arithmetic of the planner's lookup rule (engine/spec/planner.py `lookup_wins`), written
 once in the one form that Python numbers, torch tensors and Triton kernels all run: the
 embedded engine and the τ replay call it on a row's numbers, the SGLang plugin on a batch's
-tensors (engine/sglang_plugin/lookup_swap.py `choose_torch`) and inside its plan kernel
-(plan_lookup.py). Unannotated on purpose: Triton compiles a function's annotations.
+tensors (plan_lookup.py `reference_choose`) and inside its plan kernel (`_choose_kernel`). Unannotated on purpose: Triton compiles a function's annotations.
 
   n         the lookup continuation's length
   agrees    its first tokens are the drafter's own first drafts

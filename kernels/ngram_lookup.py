@@ -2,7 +2,9 @@
 sizes): for each row, the continuation of the latest earlier occurrence of the longest matching
 suffix of its tokens (4 down to 2 tokens), and how many of its last tokens that source matches
 (up to 16). On the device so that a decode step never waits for the host to read the newest
-tokens (the SGLang plugin keeps each request's tokens on the GPU: sglang_plugin/history.py).
+tokens (the SGLang plugin keeps each request's tokens on the GPU: sglang_plugin/history.py):
+`source_of`, one row's search, which the plan kernel runs per row (plan_lookup.py), and the
+batch's torch reference `reference_ngram_lookup`:
 
   hist    : [R, C] int64, each history row's tokens (a row per request slot)
   lengths : [R] int64, tokens in each row (the last is the anchor: the last committed token)
@@ -89,44 +91,3 @@ def source_of(base, end, BLOCK: tl.constexpr, NMIN: tl.constexpr, NMAX: tl.const
     match = tl.min(tl.where(same, CAP, k), axis=0)  # the leading run of matches
     has = tl.max(found.to(tl.int64), axis=0) > 0
     return tl.max(src, axis=0), tl.where(has, match, 0).to(tl.int64), has
-
-
-@triton.jit
-def _ngram_lookup_kernel(hist_ptr, len_ptr, rows_ptr, cont_ptr, n_ptr, match_ptr, stride,
-                         WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
-                         NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr):
-    """One program per batch row."""
-    pid = tl.program_id(0)
-    r = tl.load(rows_ptr + pid)
-    base = hist_ptr + r * stride
-    end = tl.load(len_ptr + r) - 1
-    source, match, has = source_of(base, end, BLOCK, NMIN, NMAX, CAP)
-    count = tl.where(has, tl.minimum(end - source, WIDTH), 0)
-    w = tl.arange(0, WP)
-    taken = tl.load(base + source + 1 + w, mask=w < count, other=-1)
-    tl.store(cont_ptr + pid * WIDTH + w, tl.where(w < count, taken, -1), mask=w < WIDTH)
-    tl.store(n_ptr + pid, count.to(tl.int64))
-    tl.store(match_ptr + pid, match)
-
-
-def triton_ngram_lookup(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
-                        width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The Triton path (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    _check(hist, lengths, rows, width)
-    b = rows.shape[0]
-    cont = torch.empty((b, width), dtype=torch.int64, device=hist.device)
-    count = torch.empty(b, dtype=torch.int64, device=hist.device)
-    match = torch.empty(b, dtype=torch.int64, device=hist.device)
-    if b:
-        _ngram_lookup_kernel[(b,)](hist, lengths, rows, cont, count, match, hist.stride(0),
-                                   WIDTH=width, WP=max(16, triton.next_power_of_2(width)),
-                                   BLOCK=1024, NMIN=NGRAM_MIN, NMAX=NGRAM_MAX, CAP=MATCH_CAP)
-    return cont, count, match
-
-
-def ngram_lookup_rows(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
-                      width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(cont [b, width], n [b], match [b]); Triton on CUDA, the torch reference elsewhere."""
-    if hist.is_cuda:
-        return triton_ngram_lookup(hist, lengths, rows, width)
-    return reference_ngram_lookup(hist, lengths, rows, width)

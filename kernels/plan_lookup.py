@@ -1,6 +1,6 @@
-"""The SGLang plugin's plan on the device in two launches a step, where its torch form
-(engine/sglang_plugin/lookup_swap.py `choose_torch`, history.py `DeviceHistory.append`) takes a
-few dozen small ones, each a host cost on a step that is host-bound at small models:
+"""The SGLang plugin's plan on the device in two launches a step, where its torch references
+(`reference_choose`, `reference_append`: the CPU path, and what the kernels are tested against)
+take a few dozen small ones, each a host cost on a step that is host-bound at small models:
 
   choose  per batch row: the prompt lookup over the row's kept tokens (ngram_lookup.source_of),
           the planner's rule between that continuation and the drafter's block (the same
@@ -20,11 +20,37 @@ import torch
 import triton
 import triton.language as tl
 
-from turnspec.kernels.lookup_rule import wins_in_kernel
-from turnspec.kernels.ngram_lookup import MATCH_CAP, NGRAM_MAX, NGRAM_MIN, source_of
+from turnspec.kernels.lookup_rule import wins, wins_in_kernel
+from turnspec.kernels.ngram_lookup import (
+    MATCH_CAP,
+    NGRAM_MAX,
+    NGRAM_MIN,
+    reference_ngram_lookup,
+    source_of,
+)
 
 
-@triton.jit
+def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                     blocks: torch.Tensor, lp: torch.Tensor, flags: torch.Tensor,
+                     counts: torch.Tensor, *, below: float, agree: int, match_min: int) -> None:
+    """Torch reference of `choose` (any device), the same steps as tensor ops."""
+    bs, width = blocks.shape[0], blocks.shape[1] - 1
+    rows = rows.to(torch.int64)
+    cont, n, match = reference_ngram_lookup(hist, lengths, rows, width)
+    length = lengths[rows]
+    anchored = hist[rows, (length - 1).clamp(min=0)] == blocks[:, 0]
+    drafts = blocks[:, 1:]
+    expected = lp.view(bs, width).exp().cumprod(dim=-1).sum(dim=-1)  # expected accepted drafts
+    agrees = (cont[:, :agree] == drafts[:, :agree]).all(dim=-1)
+    ok, grammar = flags[:, 0] > 0, flags[:, 1] > 0
+    take = wins(n, agrees, width, expected, below, match, match_min) & anchored & ok
+    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
+    counts += torch.stack([take.sum(), (take & grammar).sum(), (ok & (length > 0) & ~anchored).sum()])
+
+
+# strides and the cap are not specialized on (Triton would on % 16), so the kernels `warm`
+# compiles are the ones serving runs, whatever the context length
+@triton.jit(do_not_specialize=["hist_stride", "blocks_stride"])
 def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, counts_ptr,
                    hist_stride, blocks_stride, below,
                    WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
@@ -55,18 +81,12 @@ def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, c
     tl.atomic_add(counts_ptr + 2, (ok & (length > 0) & (anchored == 0)).to(tl.int64))
 
 
-def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks: torch.Tensor,
-           lp: torch.Tensor, flags: torch.Tensor, counts: torch.Tensor, *, below: float,
-           agree: int, match_min: int) -> None:
-    """Swap each batch row's block for its lookup continuation where the rule says so (module
-    doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. CUDA, or the CPU
-    under TRITON_INTERPRET=1."""
+def triton_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                  blocks: torch.Tensor, lp: torch.Tensor, flags: torch.Tensor, counts: torch.Tensor,
+                  *, below: float, agree: int, match_min: int) -> None:
+    """The Triton path of `choose` (CUDA, or the CPU under TRITON_INTERPRET=1)."""
     b, block = blocks.shape
     width = block - 1
-    if lp.shape != (b * width,) or flags.shape != (b, 2) or rows.shape != (b,):
-        raise ValueError(f"lp/flags/rows: expected [{b * width}], [{b}, 2], [{b}] for blocks "
-                         f"{tuple(blocks.shape)}, got {tuple(lp.shape)}, {tuple(flags.shape)}, "
-                         f"{tuple(rows.shape)}")
     if b and width:
         _choose_kernel[(b,)](hist, lengths, rows, blocks, lp, flags, counts, hist.stride(0),
                              blocks.stride(0), float(below), WIDTH=width,
@@ -75,7 +95,23 @@ def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks
                              MATCH_MIN=match_min)
 
 
-@triton.jit
+def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks: torch.Tensor,
+           lp: torch.Tensor, flags: torch.Tensor, counts: torch.Tensor, *, below: float,
+           agree: int, match_min: int) -> None:
+    """Swap each batch row's block for its lookup continuation where the rule says so (module
+    doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. Triton on CUDA,
+    the torch reference elsewhere."""
+    b, block = blocks.shape
+    if lp.shape != (b * (block - 1),) or flags.shape != (b, 2) or rows.shape != (b,):
+        raise ValueError(f"lp/flags/rows: expected [{b * (block - 1)}], [{b}, 2], [{b}] for "
+                         f"blocks {tuple(blocks.shape)}, got {tuple(lp.shape)}, "
+                         f"{tuple(flags.shape)}, {tuple(rows.shape)}")
+    impl = triton_choose if blocks.is_cuda else reference_choose
+    impl(hist, lengths, rows, blocks, lp, flags, counts, below=below, agree=agree,
+         match_min=match_min)
+
+
+@triton.jit(do_not_specialize=["hist_stride", "cap"])
 def _append_kernel(hist_ptr, len_ptr, rows_ptr, tok_ptr, counts_ptr, hist_stride, cap,
                    STRIDE: tl.constexpr, SP: tl.constexpr, HAS_COUNTS: tl.constexpr):
     pid = tl.program_id(0)
@@ -92,22 +128,42 @@ def _append_kernel(hist_ptr, len_ptr, rows_ptr, tok_ptr, counts_ptr, hist_stride
     tl.store(len_ptr + r, tl.minimum(start + added, cap))
 
 
+def reference_append(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                     tokens: torch.Tensor, counts: torch.Tensor | None, stride: int) -> None:
+    """Torch reference of `append` (any device)."""
+    bs, cap = int(rows.shape[0]), hist.shape[1] - 1
+    rows = rows.to(torch.int64)
+    start = lengths[rows].unsqueeze(1)
+    pos = (start + torch.arange(stride, device=rows.device)).clamp(max=cap)
+    hist[rows.unsqueeze(1).expand(bs, stride), pos] = tokens.view(bs, stride).to(torch.int64)
+    added = counts.to(torch.int64) if counts is not None else 1
+    lengths[rows] = (start.squeeze(1) + added).clamp(max=cap)
+
+
+def triton_append(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
+                  tokens: torch.Tensor, counts: torch.Tensor | None, stride: int) -> None:
+    """The Triton path of `append` (CUDA, or the CPU under TRITON_INTERPRET=1)."""
+    _append_kernel[(rows.shape[0],)](hist, lengths, rows, tokens,
+                                     counts if counts is not None else rows, hist.stride(0),
+                                     hist.shape[1] - 1, STRIDE=stride,
+                                     SP=max(16, triton.next_power_of_2(stride)),
+                                     HAS_COUNTS=counts is not None)
+
+
 def append(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
            counts: torch.Tensor | None, stride: int) -> None:
     """Batch row i (history row rows[i]) committed tokens[i * stride : i * stride + counts[i]]
     (counts None: one token a row): onto its kept tokens, past the last; a full row's go to
-    its last column (never read)."""
-    b = rows.shape[0]
-    if b:
-        _append_kernel[(b,)](hist, lengths, rows, tokens, counts if counts is not None else rows,
-                             hist.stride(0), hist.shape[1] - 1, STRIDE=stride,
-                             SP=max(16, triton.next_power_of_2(stride)),
-                             HAS_COUNTS=counts is not None)
+    its last column (never read). Triton on CUDA, the torch reference elsewhere."""
+    if rows.shape[0]:
+        (triton_append if hist.is_cuda else reference_append)(hist, lengths, rows, tokens,
+                                                              counts, stride)
 
 
-def warm(width: int, device: torch.device | str) -> None:
-    """Compile both kernels for blocks of `width` drafts (and appends of 1 and width + 1
-    tokens, with and without counts) on tiny inputs, so no request waits on a compile."""
+def warm(width: int, device: torch.device | str, *, agree: int, match_min: int) -> None:
+    """Compile both kernels for blocks of `width` drafts (`agree`, `match_min` as `choose`
+    gets them) and the appends serving makes (a prefill's one token a row, int64 or int32; a
+    step's width + 1 with counts), on tiny inputs, so no request waits on a compile."""
     hist = torch.zeros((1, 9), dtype=torch.int64, device=device)
     lengths = torch.zeros(1, dtype=torch.int64, device=device)
     rows = torch.zeros(1, dtype=torch.int64, device=device)
@@ -115,8 +171,9 @@ def warm(width: int, device: torch.device | str) -> None:
     lp = torch.zeros(width, dtype=torch.float32, device=device)
     flags = torch.zeros((1, 2), dtype=torch.int32, device=device)
     choose(hist, lengths, rows, blocks, lp, flags, torch.zeros(3, dtype=torch.int64, device=device),
-           below=0.0, agree=2, match_min=6)
-    for stride in (1, width + 1):
-        tokens = torch.zeros(stride, dtype=torch.int64, device=device)
-        append(hist, lengths, rows, tokens, torch.ones(1, dtype=torch.int32, device=device), stride)
-        append(hist, lengths, rows, tokens, None, stride)
+           below=0.0, agree=agree, match_min=match_min)
+    counts = torch.ones(1, dtype=torch.int32, device=device)
+    for dtype in (torch.int64, torch.int32):
+        append(hist, lengths, rows, torch.zeros(1, dtype=dtype, device=device), None, 1)
+    append(hist, lengths, rows, torch.zeros(width + 1, dtype=torch.int64, device=device), counts,
+           width + 1)

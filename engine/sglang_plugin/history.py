@@ -59,15 +59,4 @@ class DeviceHistory:
                stride: int) -> None:
         """A step's commits, on the device: batch row i (history row `rows[i]`) committed
         tokens[i * stride : i * stride + counts[i]] (counts None: one token a row)."""
-        bs = int(rows.shape[0])
-        if bs == 0:
-            return
-        if self.tokens.is_cuda:  # one launch (kernels/plan_lookup.py); these ops elsewhere
-            append(self.tokens, self.lengths, rows, tokens, counts, stride)
-            return
-        rows = rows.to(torch.int64)
-        start = self.lengths[rows].unsqueeze(1)
-        pos = (start + torch.arange(stride, device=rows.device)).clamp(max=self.cap)
-        self.tokens[rows.unsqueeze(1).expand(bs, stride), pos] = tokens.view(bs, stride).to(torch.int64)
-        added = counts.to(torch.int64) if counts is not None else 1
-        self.lengths[rows] = (start.squeeze(1) + added).clamp(max=self.cap)
+        append(self.tokens, self.lengths, rows, tokens, counts, stride)

@@ -39,6 +39,7 @@ from turnspec.engine.sglang_plugin.checks import (
 from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks, swap_on_device
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
+from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import warm
 
 TOP_K = 1  # top tokens kept per draft position: the lookup rule reads the drafter's own's
@@ -166,7 +167,8 @@ def guard_worker(original, *args, **kwargs):
     if STATE.config.plan_at == "device":  # compile the plan's kernels now, not in a request
         worker = args[0]
         try:
-            warm(int(worker.block_size) - 1, worker.device)
+            warm(int(worker.block_size) - 1, worker.device, agree=LOOKUP_AGREE,
+                 match_min=LOOKUP_MATCH)
         except Exception as e:
             raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
                                f"{worker.device}: {e}; expected them to compile there (or "

@@ -4,8 +4,8 @@ its CUDA graphs stay as captured).
 
 Called just before the target verify is prepared, after the drafter ran. Two forms of one plan:
 - `swap_on_device` (plan_at "device", the default): the lookup over each request's tokens kept
-  on the GPU and the planner's rule, in one kernel (kernels/plan_lookup.py) or its torch form
-  `choose_torch`; the host never waits for the GPU;
+  on the GPU and the planner's rule, in one kernel (kernels/plan_lookup.py `choose`; its torch
+  reference off CUDA); the host never waits for the GPU;
 - `swap_blocks` (plan_at "verify"): the drafter's block, its probabilities and each row's
   committed tokens go to the host planner (engine/spec/planner.py, the rule the embedded engine
   and the τ replay use). The tests pin the two to the same blocks.
@@ -29,15 +29,8 @@ from typing import Any
 import torch
 
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
-from turnspec.engine.spec.planner import (
-    LOOKUP_AGREE,
-    LOOKUP_MATCH,
-    RowInput,
-    lookup_wins,
-    plan_step,
-)
-from turnspec.engine.spec.proposers.drafter import blocks_from, reach_of
-from turnspec.kernels.ngram_lookup import ngram_lookup_rows
+from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH, RowInput, plan_step
+from turnspec.engine.spec.proposers.drafter import blocks_from
 from turnspec.kernels.plan_lookup import choose
 
 
@@ -106,31 +99,11 @@ def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = Fals
         blocks[idx, 1:] = torch.tensor(new, dtype=blocks.dtype).to(blocks.device)
 
 
-def choose_torch(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
-                 blocks: torch.Tensor, lp: torch.Tensor, flags: torch.Tensor,
-                 counts: torch.Tensor, *, below: float, agree: int, match_min: int) -> None:
-    """kernels/plan_lookup.py `choose` as torch ops (off CUDA, and its reference): each row's
-    lookup continuation over its kept tokens, the planner's rule (`lookup_wins`) against the
-    drafter's block, the swap in place in `blocks`, the counters added to `counts`."""
-    bs, width = blocks.shape[0], blocks.shape[1] - 1
-    rows = rows.to(torch.int64)
-    cont, n, match = ngram_lookup_rows(hist, lengths, rows, width)
-    length = lengths[rows]
-    anchored = hist[rows, (length - 1).clamp(min=0)] == blocks[:, 0]
-    drafts = blocks[:, 1:]
-    expected = reach_of(lp.view(bs, width).exp(), torch.full((bs,), width, device=blocks.device)).sum(-1)
-    agrees = (cont[:, :agree] == drafts[:, :agree]).all(dim=-1)
-    ok, grammar = flags[:, 0] > 0, flags[:, 1] > 0
-    take = lookup_wins(n, agrees, width, expected, below, match) & anchored & ok
-    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
-    counts += torch.stack([take.sum(), (take & grammar).sum(), (ok & (length > 0) & ~anchored).sum()])
-
-
 def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
     """`swap_blocks` without the host (plan_at "device"): each row's lookup continuation is
     found on the GPU over the tokens kept there (history.py) and the planner's rule picks
     between it and the drafter's block there too, in one kernel (kernels/plan_lookup.py; its
-    torch form off CUDA). The host sends only which rows may be planned; a row whose kept
+    torch reference off CUDA). The host sends only which rows may be planned; a row whose kept
     tokens do not end at the block's anchor keeps the drafter's block."""
     reqs, hist = step.batch.reqs, STATE.history
     bs, width = len(reqs), int(blocks.shape[1]) - 1
@@ -142,7 +115,6 @@ def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = F
     flags = torch.tensor([[o, r.grammar is not None] for o, r in zip(ok, reqs, strict=True)],
                          dtype=torch.int32, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
     _, lp = drafter_top(step, bs, width)
-    plan = choose if blocks.is_cuda else choose_torch
-    plan(hist.tokens, hist.lengths, step.batch.req_pool_indices, blocks,
+    choose(hist.tokens, hist.lengths, step.batch.req_pool_indices, blocks,
          lp[..., 0].reshape(-1).float(), flags, STATE.device_counts(dev),
          below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)

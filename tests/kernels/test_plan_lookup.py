@@ -1,7 +1,9 @@
-"""The plugin's plan in two launches: `choose` (lookup, rule, swap, counters) against its torch
-form in engine/sglang_plugin/lookup_swap.py (which uses the planner's own `lookup_wins`), and
-`append` against DeviceHistory's torch ops, the kernels interpreted on the CPU (on the GPU where
-there is one), on random kept tokens over small vocabularies so copies are found."""
+"""The plugin's plan in two launches: the `choose` kernel (lookup, rule, swap, counters) against
+its torch reference (the planner's rule arithmetic, lookup_rule.py, over the lookup reference
+test_ngram_lookup.py checks against the host proposer), and the `append` kernel against
+DeviceHistory's own append (its reference off CUDA), the kernels interpreted on the CPU (on the
+GPU where there is one), on random kept tokens over small vocabularies so copies are found, and
+rows longer than the kernel's search block."""
 
 from __future__ import annotations
 
@@ -11,18 +13,17 @@ import pytest
 import torch
 
 from turnspec.engine.sglang_plugin.history import DeviceHistory
-from turnspec.engine.sglang_plugin.lookup_swap import choose_torch
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
-from turnspec.kernels.plan_lookup import append, choose
+from turnspec.kernels.plan_lookup import reference_choose, triton_append, triton_choose
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def random_plan(seed: int, b: int, width: int) -> dict:
+def random_plan(seed: int, b: int, width: int, cap: int = 48, vocab: int = 4) -> dict:
     rng = random.Random(seed)
     g = torch.Generator().manual_seed(seed)
-    rows_total, cap = 2 * b, 48
-    hist = torch.randint(0, 4, (rows_total, cap + 1), generator=g)
+    rows_total = 2 * b
+    hist = torch.randint(0, vocab, (rows_total, cap + 1), generator=g)
     lengths = torch.tensor([rng.choice([0, 1, 3, rng.randrange(cap + 1), cap])
                             for _ in range(rows_total)])
     rows = torch.tensor(rng.sample(range(rows_total), b), dtype=torch.int32)
@@ -37,12 +38,17 @@ def random_plan(seed: int, b: int, width: int) -> dict:
             "flags": flags, "below": rng.choice([0.5, 2.0, 3.5])}
 
 
-@pytest.mark.parametrize(("seed", "b", "width"), [(s, 1 + s % 7, (3, 15, 1, 7)[s % 4]) for s in range(12)])
-def test_choose_swaps_and_counts_as_its_torch_form(seed: int, b: int, width: int) -> None:
-    case = random_plan(seed, b, width)
+CASES = [(s, 1 + s % 7, (3, 15, 1, 7)[s % 4], 48, 4) for s in range(12)]
+CASES += [(12, 3, 15, 1500, 40), (13, 2, 15, 2100, 4)]  # past the kernel's 1,024-token block
+
+
+@pytest.mark.parametrize(("seed", "b", "width", "cap", "vocab"), CASES)
+def test_choose_swaps_and_counts_as_its_torch_reference(seed: int, b: int, width: int, cap: int,
+                                                        vocab: int) -> None:
+    case = random_plan(seed, b, width, cap, vocab)
     below = case.pop("below")
     out = {}
-    for name, fn in (("torch", choose_torch), ("kernel", choose)):
+    for name, fn in (("torch", reference_choose), ("kernel", triton_choose)):
         args = {k: v.clone().to(DEV) for k, v in case.items()}
         counts = torch.zeros(3, dtype=torch.int64, device=DEV)
         fn(args["hist"], args["lengths"], args["rows"], args["blocks"], args["lp"], args["flags"],
@@ -57,7 +63,8 @@ def test_the_cases_swap_and_miss() -> None:
     for seed in range(12):
         case = random_plan(seed, 1 + seed % 7, (3, 15, 1, 7)[seed % 4])
         below = case.pop("below")
-        choose_torch(**case, counts=total, below=below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
+        reference_choose(**case, counts=total, below=below, agree=LOOKUP_AGREE,
+                         match_min=LOOKUP_MATCH)
     assert (total > 0).all(), total
 
 
@@ -72,7 +79,8 @@ def test_append_is_the_history_append(stride: int) -> None:
     counts = torch.tensor([stride, 1, stride, max(1, stride // 2)], dtype=torch.int32)
     for c in (counts, None):
         tok, lens = ref.tokens.clone().to(DEV), ref.lengths.clone().to(DEV)
-        append(tok, lens, rows.to(DEV), tokens.to(DEV), c.to(DEV) if c is not None else None, stride)
+        triton_append(tok, lens, rows.to(DEV), tokens.to(DEV), c.to(DEV) if c is not None else None,
+                      stride)
         want = DeviceHistory(6, 20, "cpu")
         want.tokens.copy_(ref.tokens)
         want.lengths.copy_(ref.lengths)
@@ -84,5 +92,5 @@ def test_append_is_the_history_append(stride: int) -> None:
 
 def test_warm_runs_both_kernels_for_a_block() -> None:
     from turnspec.kernels.plan_lookup import warm
-    warm(15, DEV)
-    warm(1, DEV)
+    warm(15, DEV, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
+    warm(1, DEV, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)

@@ -73,12 +73,13 @@ def blocks_from(argmax: Tensor, widths: list[int], probs: Tensor | None = None,
     b, w = argmax.shape
     dev = argmax.device
     limit = torch.tensor(widths, device=dev)
+    slots = torch.arange(w, device=dev).unsqueeze(0)
     if probs is None and min_confidence > 0:
         raise ValueError("blocks_from: a confidence cut needs the drafts' probabilities")
     parts = [argmax]
     expected = torch.zeros(b, device=dev)
     if probs is not None:
-        reach = reach_of(probs, limit)
+        reach = probs.cumprod(dim=-1) * (slots < limit.unsqueeze(1))     # P(draft d is accepted)
         expected = reach.sum(dim=-1)
         if min_confidence > 0:  # drafts worth verifying: cumulative probability >= the threshold
             limit = torch.minimum(limit, (reach >= min_confidence).sum(dim=-1))
@@ -88,14 +89,6 @@ def blocks_from(argmax: Tensor, widths: list[int], probs: Tensor | None = None,
         parts += [guesses.flatten(1), guess_probs.flatten(1)]
     host = torch.cat([p.to(torch.float64) for p in parts], dim=1).tolist()  # the host sync
     return _unpack(host, w, probs is not None, guesses.shape[-1] if guesses is not None else 0)
-
-
-def reach_of(probs: Tensor, limit: Tensor) -> Tensor:
-    """The drafter's chance that each draft is accepted [b, W] (the product of its own and the
-    earlier drafts' probabilities `probs` [b, W]), 0 past each row's `limit` [b] of drafts; its
-    sum over a row is the drafter's expected accepted drafts."""
-    slots = torch.arange(probs.shape[1], device=probs.device).unsqueeze(0)
-    return probs.cumprod(dim=-1) * (slots < limit.unsqueeze(1))
 
 
 def _check_widths(logits: Tensor, widths: list[int]) -> None:

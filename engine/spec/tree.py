@@ -57,6 +57,44 @@ def build_tree(anchor: int, blocks: Sequence[Sequence[int]], nodes: int) -> Toke
     return TokenTree(tuple(tokens), tuple(parents), tuple(depths))
 
 
+def best_first(anchor: int, blocks: Sequence[Sequence[int]], probs: Sequence[Sequence[float]],
+               nodes: int) -> TokenTree:
+    """The `nodes`-node tree (with the anchor) of the most likely nodes of `blocks`' trie, as
+    EAGLE-2's dynamic tree keeps them: a node's value is the product of its tokens'
+    probabilities along its path (`probs[b][d]` for block b's token d; a node reached by several
+    blocks takes the largest), and the nodes of highest value are kept, ties to the earlier.
+    A child never outranks its parent, so what is kept is a tree; it keeps insertion order."""
+    if nodes < 1:
+        raise ValueError(f"best_first: nodes={nodes}, expected at least 1 (the anchor)")
+    if len(probs) != len(blocks):
+        raise ValueError(f"best_first: {len(probs)} probability rows for {len(blocks)} blocks")
+    tokens, parents, value = [anchor], [-1], [1.0]
+    child: dict[tuple[int, int], int] = {}
+    for block, ps in zip(blocks, probs, strict=True):
+        at, v = 0, 1.0
+        for t, p in zip(block, ps, strict=False):
+            if t < 0:
+                break
+            v *= min(max(float(p), 0.0), 1.0)
+            nxt = child.get((at, t))
+            if nxt is None:
+                nxt = len(tokens)
+                tokens.append(t)
+                parents.append(at)
+                value.append(v)
+                child[(at, t)] = nxt
+            else:
+                value[nxt] = max(value[nxt], v)
+            at = nxt
+    keep = sorted(sorted(range(1, len(tokens)), key=lambda i: -value[i])[: nodes - 1])
+    new = {0: 0} | {old: i + 1 for i, old in enumerate(keep)}
+    depth = [0]
+    for old in keep:
+        depth.append(depth[new[parents[old]]] + 1)
+    return TokenTree((anchor, *(tokens[i] for i in keep)),
+                     (-1, *(new[parents[i]] for i in keep)), tuple(depth))
+
+
 def padded(tree: TokenTree, nodes: int, filler: int) -> TokenTree:
     """`tree` with `nodes` nodes exactly (a verify of fixed width): the missing ones are extra
     children of the anchor carrying `filler`, placed last. A real one-token branch each: if the

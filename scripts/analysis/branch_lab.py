@@ -4,7 +4,7 @@ computed once, then any plan's greedy steps walked on the host.
 usage: python scripts/analysis/branch_lab.py dump SAMPLES OUT.pt [--source independent-generic]
            [--n 120] [--drafter default] [--block-size 16] [--device cpu] [--guesses 7]
        python scripts/analysis/branch_lab.py sim OUT.pt [--branches 1,3,5,8]
-           [--plan first,planned] [--datastore ANSWERS] [--json OUT]
+           [--plan first,planned] [--datastore ANSWERS] [--nodes 16,32] [--json OUT]
 
 A DFlash drafter's block at an anchor depends only on the tokens up to it, so one drafter pass
 per position (`replay_steps` with a pick that accepts nothing, so each step moves one token)
@@ -35,6 +35,7 @@ from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.engine.spec.proposers.drafter import DrafterBlocks, propose_drafts
 from turnspec.engine.spec.proposers.lookup import PromptLookup
 from turnspec.engine.spec.swaps import BRANCH_PLANS
+from turnspec.engine.spec.tree import TokenTree, accepted_path, best_first
 from turnspec.speculator.data import Sample
 from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
@@ -135,10 +136,40 @@ def accepted(block: list[int], truth: list[int]) -> int:
     return n
 
 
-def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None) -> tuple[int, int]:
+def token_probs(block: list[int], i: int, turn: Turn, unranked: float) -> list[float]:
+    """The drafter's probability of each token of `block` at anchor index `i`: of its own draft,
+    of one of its next guesses, else `unranked` (a lookup or datastore token it does not rank)."""
+    out = []
+    for d, t in enumerate(block):
+        if t < 0:
+            break
+        if t == turn.drafts[i][d]:
+            out.append(turn.probs[i][d])
+        elif t in turn.guesses[i][d]:
+            out.append(turn.guess_probs[i][d][turn.guesses[i][d].index(t)])
+        else:
+            out.append(unranked)
+    return out
+
+
+def tree_accepted(tree: TokenTree, truth: list[int]) -> int:
+    """Drafts the target accepts from `tree`: the depth of its path along `truth`."""
+    path = accepted_path(tree, truth_after(tree, truth))
+    return tree.depths[path[-1]]
+
+
+def truth_after(tree: TokenTree, truth: list[int]) -> list[int]:
+    """The target's choice after each node: the answer's token at the node's depth (-2 past it)."""
+    return [truth[d] if d < len(truth) else -2 for d in tree.depths]
+
+
+def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None,
+         nodes: int = 0, unranked: float = 0.5) -> tuple[int, int]:
     """(tokens, steps) of one turn verified as the engine does with `branches` verify branches
     (the lookup rule on), `plan` for the drafter's swapped blocks and a `datastore` branch last
-    if given (`serve --spec-datastore`): the engine's planner over the recorded proposals."""
+    if given (`serve --spec-datastore`): the engine's planner over the recorded proposals.
+    With `nodes`, the step's blocks verify as one tree of that many nodes, the most likely
+    (tree.best_first, `token_probs`) instead of one row each."""
     opts, lookup = SpecOptions(branches=branches, plan=plan), PromptLookup()
     a, tokens, steps = turn.start, 0, 0
     width = len(turn.drafts[0])
@@ -151,16 +182,20 @@ def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None
         chosen = plan_step([RowInput(turn.ids[: a + 1], width, True)], drafted, opts, lookup,
                            datastore)
         truth = turn.ids[a + 1 : a + 1 + width]
-        got = [accepted(b, truth) for b in chosen.blocks]
-        best = got[furthest(chosen.owner, got, 1)[0]]
+        if nodes:
+            probs = [token_probs(b, i, turn, unranked) for b in chosen.blocks]
+            best = tree_accepted(best_first(turn.ids[a], chosen.blocks, probs, nodes), truth)
+        else:
+            got = [accepted(b, truth) for b in chosen.blocks]
+            best = got[furthest(chosen.owner, got, 1)[0]]
         produced = max(1, min(best + 1, turn.end - a))
         tokens, steps, a = tokens + produced, steps + 1, a + produced
     return tokens, steps
 
 
-def simulate(turns: list[Turn], branches: int, plan: str,
-             datastore: Proposer | None = None) -> tuple[list[int], list[int]]:
-    runs = [walk(t, branches, plan, datastore) for t in turns]
+def simulate(turns: list[Turn], branches: int, plan: str, datastore: Proposer | None = None,
+             nodes: int = 0, unranked: float = 0.5) -> tuple[list[int], list[int]]:
+    runs = [walk(t, branches, plan, datastore, nodes, unranked) for t in turns]
     return [r[0] for r in runs], [r[1] for r in runs]
 
 
@@ -204,6 +239,14 @@ def sim(args: argparse.Namespace) -> None:
                 results[f"{n} branches {name} +ds"] = {
                     "tau": tau_ds, "ci90": list(tau_interval(tok_ds, st_ds)),
                     "gain_over_no_ds": tau_ds - sum(tok) / sum(st), "gain_ci90": list(ci)}
+    for n in [int(x) for x in args.nodes.split(",") if x]:  # one tree of n nodes a step
+        tok, st = simulate(turns, counts[-1], plans[-1], None, n, args.unranked)
+        tau = sum(tok) / sum(st)
+        mode = f"tree of {n} nodes"
+        print(f"{mode:24s} {tau:6.3f} {format_interval(tau_interval(tok, st)):>12s}", flush=True)
+        results[mode] = {"tau": tau, "ci90": list(tau_interval(tok, st)), "steps": sum(st),
+                         "candidates": f"{counts[-1]} branches {plans[-1]}",
+                         "unranked": args.unranked}
     if args.json:
         args.json.write_text(json.dumps({**meta, "turns": len(turns), "datastore": (
             str(args.datastore) if args.datastore else None), **results}, indent=2) + "\n")
@@ -223,6 +266,11 @@ def main() -> None:
     s.add_argument("--datastore", type=Path, default=None,
                    help="also each count and plan with a datastore branch, as serve "
                         "--spec-datastore PATH (the gain over the same without)")
+    s.add_argument("--nodes", default="", help="also verify one tree a step of each of these "
+                   "node counts (with the anchor): the most likely nodes of the last --branches "
+                   "and --plan's blocks (engine/spec/tree.py best_first)")
+    s.add_argument("--unranked", type=float, default=0.6, help="the probability a tree gives a "
+                   "token the drafter does not rank (lookup, datastore)")
     s.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     dump(args) if args.cmd == "dump" else sim(args)

@@ -13,6 +13,7 @@ from turnspec.engine.spec.tree import (
     accepted_path,
     ancestor_mask,
     batch_trees,
+    best_first,
     build_tree,
     linearized,
     padded,
@@ -42,6 +43,62 @@ def test_the_mask_is_each_nodes_ancestors_and_itself() -> None:
     assert ancestor_mask(p)[6] == [True] + [False] * 5 + [True]
     with pytest.raises(ValueError, match="does not fit"):
         padded(t, 3, 0)
+
+
+def test_best_first_keeps_the_most_likely_nodes_as_a_tree() -> None:
+    """Path values: 1 .9, 2 .45, 3 .225, 4 .1125; 7 .36, 8 .324; 9 .05. Five nodes below the
+    anchor keep 1, 2, 7, 8, 3, in insertion order, parents renumbered."""
+    blocks = [[1, 2, 3, 4], [1, 7, 8], [9, 10]]
+    probs = [[.9, .5, .5, .5], [.9, .4, .9], [.05, .9]]
+    t = best_first(5, blocks, probs, 6)
+    assert t.tokens == (5, 1, 2, 3, 7, 8)
+    assert t.parents == (-1, 0, 1, 2, 1, 4)
+    assert t.depths == (0, 1, 2, 3, 2, 3)
+    assert best_first(5, blocks, probs, 1).tokens == (5,)
+    assert len(best_first(5, blocks, probs, 99)) == 9    # every node fits
+    with pytest.raises(ValueError, match="probability rows"):
+        best_first(5, blocks, probs[:2], 4)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_best_first_is_ancestor_closed_and_maximal(seed: int) -> None:
+    """Random blocks and probabilities (ties included): every kept node's parent is kept and
+    comes before it, and no dropped node is worth more than the least kept one."""
+    rng = random.Random(seed)
+    blocks = [[rng.randrange(3) for _ in range(5)] for _ in range(rng.randint(1, 6))]
+    probs = [[rng.choice([1.0, 0.5, rng.random()]) for _ in b] for b in blocks]
+    full = best_first(9, blocks, probs, 10**6)
+    n = rng.randint(1, len(full))
+    t = best_first(9, blocks, probs, n)
+    assert len(t) == n
+    assert all(0 <= t.parents[i] < i and t.depths[i] == t.depths[t.parents[i]] + 1
+               for i in range(1, n))
+    worth = {tuple(_path(full, i)): _value(full, blocks, probs, i) for i in range(len(full))}
+    kept = {tuple(_path(t, i)) for i in range(n)}
+    assert kept <= worth.keys()
+    least = min(worth[k] for k in kept)
+    assert all(v <= least + 1e-12 for k, v in worth.items() if k not in kept)
+
+
+def _value(t, blocks, probs, i: int) -> float:
+    """A node's value: the best product of probabilities of a block that reaches it."""
+    want = _path(t, i)
+    best = 0.0 if want else 1.0
+    for b, ps in zip(blocks, probs, strict=True):
+        if b[: len(want)] == want:
+            v = 1.0
+            for p in ps[: len(want)]:
+                v *= p
+            best = max(best, v)
+    return best
+
+
+def _path(t, i: int) -> list[int]:
+    out = []
+    while i > 0:
+        out.append(t.tokens[i])
+        i = t.parents[i]
+    return out[::-1]
 
 
 @pytest.mark.parametrize("seed", range(30))

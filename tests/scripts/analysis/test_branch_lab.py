@@ -68,6 +68,10 @@ def test_walk_matches_the_per_step_replay(smollm2_dir, tmp_path) -> None:
                             datastore=store)[(16, True)]
     tokens, steps = lab.simulate(turns, 3, "planned", store)
     assert list(res.rows) == list(zip(tokens, steps, strict=True))
+    # one tree a step: with room for every block it commits what the rows commit; a chain's 16
+    # nodes with no branch commit the rule's steps
+    assert lab.simulate(turns, 3, "planned", None, 64) == lab.simulate(turns, 3, "planned")
+    assert lab.simulate(turns, 1, "first", None, 16) == lab.simulate(turns, 1, "first")
     path = tmp_path / "dump.pt"
     torch.save({"turns": [lab.asdict(t) for t in turns], "source": "heldout"}, path)
     back, meta = lab.load_turns(path)

@@ -95,6 +95,48 @@ def best_first(anchor: int, blocks: Sequence[Sequence[int]], probs: Sequence[Seq
                      (-1, *(new[parents[i]] for i in keep)), tuple(depth))
 
 
+def family(drafts: Sequence[int], probs: Sequence[float], guesses: Sequence[Sequence[int]],
+           guess_probs: Sequence[Sequence[float]], cont: Sequence[int],
+           unranked: float) -> tuple[list[list[int]], list[list[float]]]:
+    """The candidate blocks of a row's tree in DFLASH's verify (and `best_first`'s probabilities
+    of their tokens), the family the plugin's device planner (kernels/tree_plan.py) ranks:
+
+    - the drafter's block (`drafts`, its probability of each: `probs`);
+    - the prompt-lookup continuation `cont`, if it leaves that block: a token the drafter ranks
+      takes its probability, any other `unranked` (the planner's rule sets it: high where the
+      continuation would have replaced the block, low where it was passed over);
+    - for each position d and guess g (`guesses[d]`, most likely first, with `guess_probs`):
+      the block with draft d swapped for the guess, unless the lookup leaves the block there
+      with that very token (one node: the lookup's).
+
+    Every pair of these blocks parts at its first difference and never meets again, so their
+    trie is the plain union the device planner builds without merging."""
+    width = len(drafts)
+    cont = [t for t in cont[:width]]
+    if -1 in cont:
+        cont = cont[: cont.index(-1)]
+    leave = next((d for d, t in enumerate(cont) if t != drafts[d]), None)
+    blocks, out = [list(drafts)], [list(probs)]
+    if leave is not None:
+        lp = []
+        for d, t in enumerate(cont):
+            if t == drafts[d]:
+                lp.append(probs[d])
+            elif t in guesses[d]:
+                lp.append(guess_probs[d][list(guesses[d]).index(t)])
+            else:
+                lp.append(unranked)
+        blocks.append(list(cont))
+        out.append(lp)
+    for d in range(width):
+        for t, q in zip(guesses[d], guess_probs[d], strict=True):
+            if t == drafts[d] or (leave == d and t == cont[d]):
+                continue
+            blocks.append(list(drafts[:d]) + [t] + list(drafts[d + 1:]))
+            out.append(list(probs[:d]) + [q] + list(probs[d + 1:]))
+    return blocks, out
+
+
 def padded(tree: TokenTree, nodes: int, filler: int) -> TokenTree:
     """`tree` with `nodes` nodes exactly (a verify of fixed width): the missing ones are extra
     children of the anchor carrying `filler`, placed last. A real one-token branch each: if the

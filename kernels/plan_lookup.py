@@ -32,7 +32,8 @@ from turnspec.kernels.ngram_lookup import (
 
 def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
                      blocks: torch.Tensor, lp: torch.Tensor, flags: torch.Tensor,
-                     counts: torch.Tensor, *, below: float, agree: int, match_min: int) -> None:
+                     counts: torch.Tensor, *, below: float, agree: int, match_min: int,
+                     tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Torch reference of `choose` (any device), the same steps as tensor ops."""
     bs, width = blocks.shape[0], blocks.shape[1] - 1
     rows = rows.to(torch.int64)
@@ -44,7 +45,11 @@ def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tens
     agrees = (cont[:, :agree] == drafts[:, :agree]).all(dim=-1)
     ok, grammar = flags[:, 0] > 0, flags[:, 1] > 0
     take = wins(n, agrees, width, expected, below, match, match_min) & anchored & ok
-    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
+    swap = take if tree is None else take & grammar
+    if tree is not None:
+        tree[0].copy_(torch.where((anchored & ok).unsqueeze(1), cont, -1))
+        tree[1].copy_(take)
+    drafts.copy_(torch.where(swap.unsqueeze(1) & (cont >= 0), cont, drafts))
     counts += torch.stack([take.sum(), (take & grammar).sum(), (ok & (length > 0) & ~anchored).sum()])
 
 
@@ -52,10 +57,10 @@ def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tens
 # compiles are the ones serving runs, whatever the context length
 @triton.jit(do_not_specialize=["hist_stride", "blocks_stride"])
 def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, counts_ptr,
-                   hist_stride, blocks_stride, below,
+                   cont_ptr, take_ptr, hist_stride, blocks_stride, below,
                    WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
                    NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr,
-                   AGREE: tl.constexpr, MATCH_MIN: tl.constexpr):
+                   AGREE: tl.constexpr, MATCH_MIN: tl.constexpr, TREE: tl.constexpr):
     pid = tl.program_id(0)
     r = tl.load(rows_ptr + pid).to(tl.int64)
     base = hist_ptr + r * hist_stride
@@ -75,40 +80,56 @@ def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, c
     anchored = tl.load(base + tl.maximum(end, 0)) == tl.load(row)
     ok = tl.load(flags_ptr + pid * 2) != 0
     take = (take_lookup & anchored & ok).to(tl.int64)
-    tl.store(row + 1 + w, tl.where(w < n * take, cont, drafts), mask=live)
+    grammar = (tl.load(flags_ptr + pid * 2 + 1) != 0).to(tl.int64)
+    swap = take
+    if TREE:  # noqa: SIM108 (a constexpr branch: only one is compiled)
+        swap = take * grammar  # the rest branch in the tree (kernels/tree_plan.py)
+        tl.store(cont_ptr + pid * WIDTH + w, tl.where(anchored & ok, cont, -1), mask=live)
+        tl.store(take_ptr + pid, take != 0)
+    tl.store(row + 1 + w, tl.where(w < n * swap, cont, drafts), mask=live)
     tl.atomic_add(counts_ptr, take)
-    tl.atomic_add(counts_ptr + 1, take * (tl.load(flags_ptr + pid * 2 + 1) != 0).to(tl.int64))
+    tl.atomic_add(counts_ptr + 1, take * grammar)
     tl.atomic_add(counts_ptr + 2, (ok & (length > 0) & (anchored == 0)).to(tl.int64))
 
 
 def triton_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
                   blocks: torch.Tensor, lp: torch.Tensor, flags: torch.Tensor, counts: torch.Tensor,
-                  *, below: float, agree: int, match_min: int) -> None:
+                  *, below: float, agree: int, match_min: int,
+                  tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """The Triton path of `choose` (CUDA, or the CPU under TRITON_INTERPRET=1)."""
     b, block = blocks.shape
     width = block - 1
+    cont, take = tree if tree is not None else (blocks, flags)  # unused without a tree
     if b and width:
-        _choose_kernel[(b,)](hist, lengths, rows, blocks, lp, flags, counts, hist.stride(0),
+        _choose_kernel[(b,)](hist, lengths, rows, blocks, lp, flags, counts, cont, take,
+                             hist.stride(0),
                              blocks.stride(0), float(below), WIDTH=width,
                              WP=max(16, triton.next_power_of_2(width)), BLOCK=1024,
                              NMIN=NGRAM_MIN, NMAX=NGRAM_MAX, CAP=MATCH_CAP, AGREE=agree,
-                             MATCH_MIN=match_min)
+                             MATCH_MIN=match_min, TREE=tree is not None)
 
 
 def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks: torch.Tensor,
            lp: torch.Tensor, flags: torch.Tensor, counts: torch.Tensor, *, below: float,
-           agree: int, match_min: int) -> None:
+           agree: int, match_min: int,
+           tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Swap each batch row's block for its lookup continuation where the rule says so (module
-    doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. Triton on CUDA,
+    doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. With `tree` (cont
+    [b, W] int64, take [b] bool), for verify trees: each row's continuation (-1 past it, and
+    everywhere on a row that may not plan or whose kept tokens miss the anchor) and the rule's
+    verdict go there, and only grammar rows are swapped (they verify a chain). Triton on CUDA,
     the torch reference elsewhere."""
     b, block = blocks.shape
     if lp.shape != (b * (block - 1),) or flags.shape != (b, 2) or rows.shape != (b,):
         raise ValueError(f"lp/flags/rows: expected [{b * (block - 1)}], [{b}, 2], [{b}] for "
                          f"blocks {tuple(blocks.shape)}, got {tuple(lp.shape)}, "
                          f"{tuple(flags.shape)}, {tuple(rows.shape)}")
+    if tree is not None and (tree[0].shape != (b, block - 1) or tree[1].shape != (b,)):
+        raise ValueError(f"tree: expected cont [{b}, {block - 1}] and take [{b}], got "
+                         f"{tuple(tree[0].shape)}, {tuple(tree[1].shape)}")
     impl = triton_choose if blocks.is_cuda else reference_choose
     impl(hist, lengths, rows, blocks, lp, flags, counts, below=below, agree=agree,
-         match_min=match_min)
+         match_min=match_min, tree=tree)
 
 
 @triton.jit(do_not_specialize=["hist_stride", "cap"])
@@ -160,18 +181,22 @@ def append(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, tokens
                                                               counts, stride)
 
 
-def warm(width: int, device: torch.device | str, *, agree: int, match_min: int) -> None:
+def warm(width: int, device: torch.device | str, *, agree: int, match_min: int,
+         tree: bool = False) -> None:
     """Compile both kernels for blocks of `width` drafts (`agree`, `match_min` as `choose`
-    gets them) and the appends serving makes (a prefill's one token a row, int64 or int32; a
-    step's width + 1 with counts), on tiny inputs, so no request waits on a compile."""
+    gets them; `tree`: its verify-tree form) and the appends serving makes (a prefill's one
+    token a row, int64 or int32; a step's width + 1 with counts), on tiny inputs, so no request
+    waits on a compile."""
     hist = torch.zeros((1, 9), dtype=torch.int64, device=device)
     lengths = torch.zeros(1, dtype=torch.int64, device=device)
     rows = torch.zeros(1, dtype=torch.int64, device=device)
     blocks = torch.zeros((1, width + 1), dtype=torch.int64, device=device)
     lp = torch.zeros(width, dtype=torch.float32, device=device)
     flags = torch.zeros((1, 2), dtype=torch.int32, device=device)
+    side = (torch.zeros((1, width), dtype=torch.int64, device=device),
+            torch.zeros(1, dtype=torch.bool, device=device)) if tree else None
     choose(hist, lengths, rows, blocks, lp, flags, torch.zeros(3, dtype=torch.int64, device=device),
-           below=0.0, agree=agree, match_min=match_min)
+           below=0.0, agree=agree, match_min=match_min, tree=side)
     counts = torch.ones(1, dtype=torch.int32, device=device)
     for dtype in (torch.int64, torch.int32):
         append(hist, lengths, rows, torch.zeros(1, dtype=dtype, device=device), None, 1)

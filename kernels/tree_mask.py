@@ -44,6 +44,19 @@ def mask_size(seq_lens: torch.Tensor, nodes: int) -> int:
     return int((nodes * (seq_lens + nodes)).sum())
 
 
+def ancestors_of(parents: torch.Tensor) -> torch.Tensor:
+    """parents [b, N] int64 (-1 for the root) -> `ancestors` [b, N, N] uint8, on the device:
+    the reflexive-transitive closure of the parent relation, by ceil(log2 N) squarings."""
+    b, n = parents.shape
+    eye = torch.eye(n, device=parents.device).expand(b, n, n)
+    step = torch.zeros((b, n, n + 1), device=parents.device)
+    step.scatter_(2, torch.where(parents >= 0, parents, n).unsqueeze(2), 1.0)
+    reach = (eye + step[..., :n]).clamp(max=1.0)
+    for _ in range(max(1, (n - 1).bit_length())):
+        reach = torch.bmm(reach, reach).clamp(max=1.0)
+    return reach.to(torch.uint8)
+
+
 def reference_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
     """Torch reference: each row's [N, L + N] block, concatenated."""
     _check(ancestors, seq_lens)
@@ -57,9 +70,10 @@ def reference_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor) -> torc
 
 
 @triton.jit
-def _tree_mask_kernel(anc_ptr, lens_ptr, offs_ptr, out_ptr, sa_b, sa_q, sa_k,
+def _tree_mask_kernel(anc_ptr, lens_ptr, offs_ptr, out_ptr, sa_b, sa_q, sa_k, cap,
                       N: tl.constexpr, BLOCK: tl.constexpr):
-    """One program per (row, node): the node's mask row, BLOCK cells at a time."""
+    """One program per (row, node): the node's mask row, BLOCK cells at a time, never past
+    `cap` cells."""
     r = tl.program_id(0)
     q = tl.program_id(1)
     length = tl.load(lens_ptr + r)
@@ -71,32 +85,36 @@ def _tree_mask_kernel(anc_ptr, lens_ptr, offs_ptr, out_ptr, sa_b, sa_q, sa_k,
         k = c - length
         tree = (k >= 0) & (k < N)
         anc = tl.load(anc_ptr + r * sa_b + q * sa_q + k * sa_k, mask=tree, other=1)
-        tl.store(out_ptr + base + c, tl.where(tree, anc, 1).to(tl.uint8), mask=c < width)
+        tl.store(out_ptr + base + c, tl.where(tree, anc, 1).to(tl.uint8),
+                 mask=(c < width) & (base + c < cap))
 
 
 def triton_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor,
-                     out: torch.Tensor | None = None) -> torch.Tensor:
+                     out: torch.Tensor | None = None, checked: bool = True) -> torch.Tensor:
     """The Triton path (CUDA, or CPU under TRITON_INTERPRET=1), into `out` if given (SGLang's
-    static mask buffer under CUDA graphs; at least `mask_size` cells)."""
+    static mask buffer under CUDA graphs; at least `mask_size` cells). `checked` False skips
+    that check, a host sync, for a caller that knows `out` is large enough (the kernel still
+    never writes past it)."""
     _check(ancestors, seq_lens)
     b, n = ancestors.shape[0], ancestors.shape[1]
-    need = mask_size(seq_lens, n)
     if out is None:
-        out = torch.empty(need, dtype=torch.uint8, device=ancestors.device)
-    elif out.dtype != torch.uint8 or out.dim() != 1 or out.numel() < need:
-        raise ValueError(f"out: expected uint8 [>= {need}], got {out.dtype} {tuple(out.shape)}")
+        out = torch.empty(mask_size(seq_lens, n), dtype=torch.uint8, device=ancestors.device)
+    elif out.dtype != torch.uint8 or out.dim() != 1:
+        raise ValueError(f"out: expected a flat uint8 buffer, got {out.dtype} {tuple(out.shape)}")
+    elif checked and out.numel() < (need := mask_size(seq_lens, n)):
+        raise ValueError(f"out: expected at least {need} cells, got {out.numel()}")
     anc = ancestors.to(torch.uint8)
     if b:
         _tree_mask_kernel[(b, n)](anc, seq_lens, mask_offsets(seq_lens, n), out, *anc.stride(),
-                                  N=n, BLOCK=max(16, min(1024, triton.next_power_of_2(n))))
+                                  out.numel(), N=n, BLOCK=max(16, min(1024, triton.next_power_of_2(n))))
     return out
 
 
 def tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor,
-              out: torch.Tensor | None = None) -> torch.Tensor:
+              out: torch.Tensor | None = None, checked: bool = True) -> torch.Tensor:
     """The flattened mask; Triton on CUDA, the torch reference elsewhere."""
     if ancestors.is_cuda:
-        return triton_tree_mask(ancestors, seq_lens, out)
+        return triton_tree_mask(ancestors, seq_lens, out, checked)
     mask = reference_tree_mask(ancestors, seq_lens)
     if out is None:
         return mask

@@ -15,6 +15,8 @@ SAMPLER = f"{DFLASH}._DflashDraftSampler"
 VERIFY_INPUT = "sglang.srt.speculative.dflash_info.DFlashVerifyInput"
 SCHEDULER = "sglang.srt.managers.scheduler.Scheduler"
 GRAMMAR_TREE = "sglang.srt.speculative.spec_utils.GrammarTree"
+TP_WORKER = "sglang.srt.managers.tp_worker.TpModelWorker"
+MASK_POLICY = "sglang.srt.speculative.dflash_utils.resolve_dflash_verify_mask_policy"
 
 # dotted target -> (positional parameters, keyword-only parameters) as in SGLANG_VERSION
 PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -29,10 +31,20 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     f"{VERIFY_INPUT}.prepare_for_verify": (("self", "batch", "target_worker"), ()),
     f"{SCHEDULER}.get_internal_state": (("self", "recv_req"), ()),
     f"{GRAMMAR_TREE}.from_linear_chain": (("verify_ids_2d",), ()),  # a classmethod, bound
+    # verify trees (mode "trees")
+    f"{TP_WORKER}.forward_batch_generation": (
+        ("self", "batch", "forward_batch", "pp_proxy_tensors", "is_verify",
+         "skip_attn_backend_init"), ("capture_hidden_mode",)),
+    MASK_POLICY: (("attn_backend",), ()),
+    "sglang.srt.mem_cache.memory_pool.MHATokenToKVPool.move_kv_cache": (
+        ("self", "tgt_loc", "src_loc"), ()),
 }
 # dataclass -> the fields the plugin reads or writes of it
 FIELDS: dict[str, tuple[str, ...]] = {
     VERIFY_INPUT: ("draft_token", "positions", "draft_token_num", "custom_mask"),
+    "sglang.srt.layers.logits_processor.LogitsProcessorOutput": (
+        "next_token_logits", "hidden_states"),
+    "sglang.srt.model_executor.forward_batch_info.ForwardBatch": ("out_cache_loc",),
     "sglang.srt.managers.schedule_batch.ScheduleBatch": (
         "reqs", "req_pool_indices", "req_to_token_pool", "forward_mode", "is_extend_in_batch"),
     "sglang.srt.managers.utils.GenerationBatchResult": (

@@ -2,7 +2,8 @@
 inherit (SGLang passes a plugin no arguments, and its spawned schedulers see only the
 environment of the process that started them).
 
-    TURNSPEC_SGLANG_SPEC      off (default) | lookup: speculation mode
+    TURNSPEC_SGLANG_SPEC      off (default) | lookup | trees: speculation mode (trees: each
+                              greedy row verifies a token tree, trees.py; the plan on the GPU)
     TURNSPEC_SPEC_LOOKUP_BELOW  the lookup rule's threshold (SpecOptions.lookup_below)
     TURNSPEC_SGLANG_PLAN_AT   device (default) | verify: where the plan runs (hooks.py): on the
                               GPU, or on the host before SGLang loads the verify
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from turnspec.engine.spec.options import SpecOptions
 
-MODES = ("off", "lookup")
+MODES = ("off", "lookup", "trees")
 PLAN_POINTS = ("device", "verify")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
@@ -28,7 +29,9 @@ ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
 @dataclass(slots=True, frozen=True)
 class PluginConfig:
     """`mode` "lookup": each greedy row verifies the speculation core's chosen block (the
-    drafter's, or its prompt-lookup continuation) in place of the drafter's block. `plan_at`
+    drafter's, or its prompt-lookup continuation) in place of the drafter's block; "trees": a
+    token tree of the most likely nodes among the drafter's block, its swaps and the lookup
+    continuation, in the same verify (trees.py; needs plan_at "device"). `plan_at`
     "device": the lookup and the rule run on the GPU over tokens kept there, so the host never
     waits; "verify": on the host, before SGLang loads the verify (hooks.py)."""
     mode: str = "off"
@@ -40,6 +43,9 @@ class PluginConfig:
             raise ValueError(f"{ENV_MODE}={self.mode!r}: expected one of {MODES}")
         if self.plan_at not in PLAN_POINTS:
             raise ValueError(f"{ENV_PLAN_AT}={self.plan_at!r}: expected one of {PLAN_POINTS}")
+        if self.mode == "trees" and self.plan_at != "device":
+            raise ValueError(f"{ENV_MODE}=trees plans on the GPU; expected {ENV_PLAN_AT}=device, "
+                             f"got {self.plan_at!r}")
         SpecOptions(lookup_below=self.lookup_below)  # validates
 
     @property

@@ -9,7 +9,12 @@ registry), in the order a decode step meets them:
     GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
                                              core picks each row's block (lookup_swap.py) before
                                              DFLASH copies the blocks for its grammar walk
-    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar
+    DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar;
+                                             with trees, the tree's mask and positions
+    TpModelWorker.forward_batch_generation   AROUND: with trees, the verify put in the
+                                             accepted path's order before DFLASH accepts
+    resolve_dflash_verify_mask_policy        AROUND: with trees, the target's verify CUDA
+                                             graphs are captured reading a mask
     DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve;
                                              compiles the device plan's kernels
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
@@ -29,20 +34,32 @@ from typing import Any
 
 import torch
 
+from turnspec.engine.sglang_plugin import trees
 from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_TREE,
+    MASK_POLICY,
     SAMPLER,
     SCHEDULER,
+    TP_WORKER,
     VERIFY_INPUT,
     WORKER,
 )
 from turnspec.engine.sglang_plugin.history import DeviceHistory
-from turnspec.engine.sglang_plugin.lookup_swap import swap_blocks, swap_on_device
+from turnspec.engine.sglang_plugin.lookup_swap import (
+    drafter_top,
+    swap_blocks,
+    swap_on_device,
+    swappable,
+)
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import warm
 
-TOP_K = 1  # top tokens kept per draft position: the lookup rule reads the drafter's own's
+
+def top_k() -> int:
+    """Top tokens kept per draft position: the lookup rule reads the drafter's own; a tree also
+    its next two guesses (the offline walk: two guesses a position beat one, branch_lab.py)."""
+    return 3 if STATE.config.mode == "trees" else 1
 
 
 def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
@@ -77,11 +94,18 @@ def around_forward(original, *args, **kwargs):
 
 
 def plan_once(blocks: torch.Tensor, grammar_ok: bool) -> None:
-    """Swap in the chosen blocks, once per decode step (the first of the two hooks below)."""
+    """Swap in the chosen blocks, or plan the trees, once per decode step (the first of the two
+    hooks below)."""
     step = STATE.step
     if step is not None and not step.planned:
         step.planned = True
         STATE.stats["steps"] += 1
+        if STATE.config.mode == "trees":
+            reqs = step.batch.reqs
+            ok = [swappable(r, grammar_ok) for r in reqs]
+            top = drafter_top(step, len(reqs), int(blocks.shape[1]) - 1)
+            trees.plan(step, blocks, ok, [r.grammar is not None for r in reqs], top)
+            return
         swap = swap_on_device if STATE.config.plan_at == "device" else swap_blocks
         swap(step, blocks, grammar_ok)
 
@@ -94,10 +118,39 @@ def around_grammar_chain(original, cls, verify_ids_2d):
 
 
 def before_prepare_for_verify(verify, *args, **kwargs):
-    """Before the target verify is loaded (no grammar walk this step, or it already planned)."""
+    """Before the target verify is loaded (no grammar walk this step, or it already planned).
+    With trees, every verify carries a mask (its CUDA graphs read one): the step's trees', or a
+    chain's where no step of ours is in flight."""
     n = int(verify.draft_token_num)
-    plan_once(verify.draft_token.view(-1, n), grammar_ok=False)
+    blocks = verify.draft_token.view(-1, n)
+    plan_once(blocks, grammar_ok=False)
+    if STATE.config.mode == "trees":
+        batch, worker = arg(args, kwargs, 0, "batch"), arg(args, kwargs, 1, "target_worker")
+        if batch.forward_mode.is_idle():
+            return None
+        step = STATE.step
+        tree = step.tree if step is not None and step.tree is not None else trees.chain(blocks)
+        trees.attach(tree, verify, batch, worker.model_runner.attn_backend)
     return None
+
+
+def around_target_forward(original, *args, **kwargs):
+    """The target's pass; after a verify of trees, its outputs in the accepted path's order
+    (trees.settle) before DFLASH reads them."""
+    out = original(*args, **kwargs)
+    step = STATE.step
+    tree = step.tree if step is not None else None
+    if kwargs.get("is_verify") and tree is not None and tree.attached and not tree.settled:
+        worker, fb = args[0], arg(args, kwargs, 2, "forward_batch")
+        trees.settle(tree, out.logits_output, fb.out_cache_loc,
+                     worker.model_runner.token_to_kv_pool)
+    return out
+
+
+def around_mask_policy(original, attn_backend):
+    """With trees, DFLASH's target verify reads a custom mask, under CUDA graphs too."""
+    name, build = original(attn_backend)
+    return name, True if STATE.config.mode == "trees" else build
 
 
 def top_of(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -112,7 +165,7 @@ def around_eager_head(original, worker, *, hidden_states, lm_head, chunk_size=25
     if STATE.step is not None and hidden_states.numel():
         w = lm_head.weight
         logits = torch.matmul(hidden_states.to(w.dtype), w.T)
-        STATE.step.eager_top = top_of(logits, TOP_K)
+        STATE.step.eager_top = top_of(logits, top_k())
     return tokens
 
 
@@ -126,8 +179,8 @@ def sampler_class(base: type) -> type:
             super().__init__(**kwargs)
             n = int(kwargs["max_bs"]) * (self.block_size - 1)
             dev = self.weight.device
-            self.top_ids = torch.zeros((n, TOP_K), dtype=torch.int64, device=dev)
-            self.top_lp = torch.zeros((n, TOP_K), dtype=torch.float32, device=dev)
+            self.top_ids = torch.zeros((n, top_k()), dtype=torch.int64, device=dev)
+            self.top_lp = torch.zeros((n, top_k()), dtype=torch.float32, device=dev)
 
         def __call__(self, hidden_states, input_ids=None):
             bs = hidden_states.shape[0] // self.block_size
@@ -136,7 +189,7 @@ def sampler_class(base: type) -> type:
             n = hs.shape[0]
             logits = torch.matmul(hs, self.weight[: self.num_org].T)
             self.out[:n].copy_(torch.argmax(logits, dim=-1) + self.org_vocab_start)
-            ids, lp = top_of(logits, TOP_K)
+            ids, lp = top_of(logits, top_k())
             self.top_ids[:n].copy_(ids + self.org_vocab_start)
             self.top_lp[:n].copy_(lp)
 
@@ -159,6 +212,8 @@ def guard_worker(original, *args, **kwargs):
         bad.append(f"tp_size={server_args.tp_size} (the drafter's top-k is kept on one rank)")
     if getattr(server_args, "speculative_draft_window_size", None) is not None:
         bad.append("speculative_draft_window_size is set (a compact draft cache)")
+    if STATE.config.mode == "trees":
+        bad += trees.refusals(server_args)
     if bad:
         raise RuntimeError("turnspec sglang plugin: " + "; ".join(bad) + "; expected one GPU "
                            "and the full draft cache (or TURNSPEC_SGLANG_SPEC=off)")
@@ -168,11 +223,20 @@ def guard_worker(original, *args, **kwargs):
         worker = args[0]
         try:
             warm(int(worker.block_size) - 1, worker.device, agree=LOOKUP_AGREE,
-                 match_min=LOOKUP_MATCH)
+                 match_min=LOOKUP_MATCH, tree=STATE.config.mode == "trees")
+            if STATE.config.mode == "trees":
+                trees.warm(int(worker.block_size), worker.device)
         except Exception as e:
             raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
                                f"{worker.device}: {e}; expected them to compile there (or "
                                "TURNSPEC_SGLANG_PLAN_AT=verify: the plan on the host)") from e
+    if STATE.config.mode == "trees":
+        backend = args[0].target_worker.model_runner.attn_backend
+        buffer = getattr(backend, "verify_mask", None)
+        if buffer is not None and not trees.full_layout(buffer):
+            raise RuntimeError(f"turnspec sglang plugin: the target's verify mask is "
+                               f"{buffer.mode} {buffer.buffer.dtype}; expected FULL_MASK uint8 "
+                               "(the triton backend's), or TURNSPEC_SGLANG_SPEC=lookup")
     return out
 
 
@@ -199,3 +263,7 @@ def install(registry: Any, hook_type: Any) -> None:
     registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
                       hook_type.BEFORE)
     registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)
+    if STATE.config.mode == "trees":
+        registry.register(f"{TP_WORKER}.forward_batch_generation", around_target_forward,
+                          hook_type.AROUND)
+        registry.register(MASK_POLICY, around_mask_policy, hook_type.AROUND)

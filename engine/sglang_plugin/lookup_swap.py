@@ -116,5 +116,5 @@ def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = F
                          dtype=torch.int32, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
     _, lp = drafter_top(step, bs, width)
     choose(hist.tokens, hist.lengths, step.batch.req_pool_indices, blocks,
-         lp[..., 0].reshape(-1).float(), flags, STATE.device_counts(dev),
+         lp[..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
          below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)

@@ -14,7 +14,9 @@ from turnspec.engine.sglang_plugin.config import PluginConfig
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.proposers.lookup import PromptLookup
 
-DEVICE_COUNTERS = ("rows_swapped", "grammar_rows_swapped", "history_misses")
+# the first three are kernels/plan_lookup.py's; tree_branch_paths: rows whose accepted path left
+# the tree's chain of first nodes (a branch paid)
+DEVICE_COUNTERS = ("rows_swapped", "grammar_rows_swapped", "history_misses", "tree_branch_paths")
 
 
 @dataclass(slots=True)
@@ -26,6 +28,7 @@ class StepContext:
     # this step (the CUDA-graph path leaves them in the sampler's buffers instead)
     eager_top: tuple[Any, Any] | None = None
     planned: bool = False
+    tree: Any | None = None  # mode "trees": the step's trees (trees.Tree)
 
 
 @dataclass(slots=True)

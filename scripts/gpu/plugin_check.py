@@ -3,11 +3,11 @@
 
 usage (on the device, after `sglang.sh unpack`; one mode a process, as SGLang starts one engine
 a process cleanly):
-    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device OUT.json [--n 64] [--max-new 160]
+    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees OUT.json [--n 64] [--max-new 160]
     python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json, ...
 
 `lookup` plans on the host before the verify (TURNSPEC_SGLANG_PLAN_AT=verify), `device` on the
-GPU (the plugin's default).
+GPU (the plugin's default); `trees` verifies a token tree a greedy row (TURNSPEC_SGLANG_SPEC=trees).
 
 `run` writes each turn's output ids, verify steps and committed tokens, the wall time, and the
 plugin's counters from SGLang's own server info. `compare` prints τ per split (tokens per
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EVALSET = ROOT / "docs/gpu-runs/2026-12-04-copy-rule/evalset-samples.jsonl.gz"
 SPLITS = ("independent-voice", "independent-generic")
 CHUNK = 32  # prompts a generate call (cuda_graph_max_bs_decode below)
-MODES = ("none", "stock", "lookup", "device")
-PLAN_AT = {"lookup": "verify", "device": "device"}  # the plugin's modes
+MODES = ("none", "stock", "lookup", "device", "trees")
+PLAN_AT = {"lookup": "verify", "device": "device", "trees": "device"}  # the plugin's modes
 
 
 def turns(n: int) -> list[tuple[str, str, list[int]]]:
@@ -53,8 +53,8 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
     from turnspec.engine.sglang_plugin.arm import arm
     from turnspec.engine.sglang_plugin.config import PluginConfig
 
-    arm(PluginConfig(mode="lookup" if mode in PLAN_AT else "off",
-                     plan_at=PLAN_AT.get(mode, "device")))
+    spec = "trees" if mode == "trees" else "lookup" if mode in PLAN_AT else "off"
+    arm(PluginConfig(mode=spec, plan_at=PLAN_AT.get(mode, "device")))
     kw = {"model_path": model, "dtype": "bfloat16", "attention_backend": "triton",
           "sampling_backend": "pytorch", "mem_fraction_static": mem, "log_level": "error",
           "cuda_graph_max_bs_decode": 32}

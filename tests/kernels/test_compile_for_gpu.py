@@ -2,7 +2,8 @@
 compiler and ptxas: the interpreter the other kernel tests use runs a kernel as Python and misses
 what only the compiler refuses (types, constexpr branches, scans, atomics), which on the GPU
 would stop SGLang's worker at start (hooks.guard_worker). Every dtype the plugin passes: rows
-from SGLang as int32 or int64, accept lengths as int32. In a child process with the interpreter
+from SGLang as int32 or int64, accept lengths as int32; the plan's plain and verify-tree forms,
+and the tree mask and accept kernels. In a child process with the interpreter
 off (these tests' conftest turns it on, and then @triton.jit makes no compilable kernel)."""
 
 from __future__ import annotations
@@ -15,20 +16,26 @@ COMPILE = r'''
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from turnspec.kernels import plan_lookup
+from turnspec.kernels import plan_lookup, tree_accept, tree_mask
 
 LOOKUP = {"BLOCK": 1024, "NMIN": 2, "NMAX": 4, "CAP": 16}
 CHOOSE = {"hist_ptr": "*i64", "len_ptr": "*i64", "blocks_ptr": "*i64", "lp_ptr": "*fp32",
-          "flags_ptr": "*i32", "counts_ptr": "*i64", "hist_stride": "i64",
-          "blocks_stride": "i64", "below": "fp32"}
+          "flags_ptr": "*i32", "counts_ptr": "*i64", "cont_ptr": "*i64", "take_ptr": "*i1",
+          "hist_stride": "i64", "blocks_stride": "i64", "below": "fp32"}
 APPEND = {"hist_ptr": "*i64", "len_ptr": "*i64", "rows_ptr": "*i64", "counts_ptr": "*i32",
           "hist_stride": "i64", "cap": "i64"}
 CASES = [(plan_lookup._choose_kernel, {**CHOOSE, "rows_ptr": rows},
-          {"WIDTH": w, "WP": 16, **LOOKUP, "AGREE": 2, "MATCH_MIN": 6})
-         for rows in ("*i32", "*i64") for w in (1, 15)]
+          {"WIDTH": w, "WP": 16, **LOOKUP, "AGREE": 2, "MATCH_MIN": 6, "TREE": tree})
+         for rows in ("*i32", "*i64") for w in (1, 15) for tree in (False, True)]
 CASES += [(plan_lookup._append_kernel, {**APPEND, "tok_ptr": tok},
            {"STRIDE": s, "SP": 16, "HAS_COUNTS": c})
           for s, c, tok in ((1, False, "*i64"), (1, False, "*i32"), (16, True, "*i64"))]
+# verify trees: the mask (SGLang's layout) and the accept walk, at 16 nodes
+CASES += [(tree_mask._tree_mask_kernel, {"anc_ptr": "*u8", "lens_ptr": "*i64", "offs_ptr": "*i64",
+           "out_ptr": "*u8", "sa_b": "i64", "sa_q": "i64", "sa_k": "i64", "cap": "i64"},
+           {"N": 16, "BLOCK": 16}),
+          (tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
+           "path_ptr", "len_ptr")}, {"N": 16, "BLOCK": 16})]
 for kernel, types, consts in CASES:
     names = kernel.arg_names
     sig = {n: "constexpr" if n in consts else types[n] for n in names}
@@ -44,4 +51,4 @@ def test_the_plugin_kernels_compile_for_sm90() -> None:
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("compiled") == 7
+    assert done.stdout.count("compiled") == 13

@@ -42,19 +42,38 @@ CASES = [(s, 1 + s % 7, (3, 15, 1, 7)[s % 4], 48, 4) for s in range(12)]
 CASES += [(12, 3, 15, 1500, 40), (13, 2, 15, 2100, 4)]  # past the kernel's 1,024-token block
 
 
+@pytest.mark.parametrize("tree", [False, True])
 @pytest.mark.parametrize(("seed", "b", "width", "cap", "vocab"), CASES)
 def test_choose_swaps_and_counts_as_its_torch_reference(seed: int, b: int, width: int, cap: int,
-                                                        vocab: int) -> None:
+                                                        vocab: int, tree: bool) -> None:
+    """Also for verify trees: the continuation and the verdict come out, grammar rows alone
+    are swapped."""
     case = random_plan(seed, b, width, cap, vocab)
     below = case.pop("below")
     out = {}
     for name, fn in (("torch", reference_choose), ("kernel", triton_choose)):
         args = {k: v.clone().to(DEV) for k, v in case.items()}
         counts = torch.zeros(3, dtype=torch.int64, device=DEV)
+        side = (torch.full((b, width), 7, device=DEV), torch.zeros(b, dtype=torch.bool, device=DEV))
         fn(args["hist"], args["lengths"], args["rows"], args["blocks"], args["lp"], args["flags"],
-           counts, below=below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
-        out[name] = (args["blocks"].tolist(), counts.tolist())
+           counts, below=below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
+           tree=side if tree else None)
+        out[name] = (args["blocks"].tolist(), counts.tolist(), side[0].tolist(), side[1].tolist())
     assert out["kernel"] == out["torch"]
+    if tree:  # only grammar rows swapped; the verdicts are the swaps of the plain mode
+        plain = {k: v.clone() for k, v in case.items()}
+        reference_choose(**plain, counts=torch.zeros(3, dtype=torch.int64), below=below,
+                         agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
+        blocks, _, cont, take = out["torch"]
+        for i in range(b):
+            swapped = plain["blocks"][i].tolist() != case["blocks"][i].tolist()
+            assert not swapped or take[i]
+            grammar = bool(case["flags"][i, 1])
+            want = plain["blocks"][i] if grammar and take[i] else case["blocks"][i]
+            assert blocks[i] == want.tolist()
+            if take[i]:
+                n = sum(t >= 0 for t in cont[i])
+                assert cont[i][:n] == plain["blocks"][i, 1 : 1 + n].tolist()
 
 
 def test_the_cases_swap_and_miss() -> None:
@@ -94,3 +113,4 @@ def test_warm_runs_both_kernels_for_a_block() -> None:
     from turnspec.kernels.plan_lookup import warm
     warm(15, DEV, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
     warm(1, DEV, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
+    warm(15, DEV, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH, tree=True)

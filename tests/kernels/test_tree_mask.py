@@ -9,8 +9,9 @@ import random
 import pytest
 import torch
 
-from turnspec.engine.spec.tree import ancestor_mask, build_tree
+from turnspec.engine.spec.tree import ancestor_mask, build_tree, padded
 from turnspec.kernels.tree_mask import (
+    ancestors_of,
     mask_offsets,
     mask_size,
     reference_tree_mask,
@@ -61,5 +62,34 @@ def test_bad_inputs_are_named() -> None:
         tree_mask(torch.ones((2, 3, 4), dtype=torch.bool), torch.zeros(2, dtype=torch.int64))
     with pytest.raises(ValueError, match="seq_lens: expected int64"):
         tree_mask(anc, torch.zeros(2, dtype=torch.int32))
-    with pytest.raises(ValueError, match="out: expected uint8"):
+    with pytest.raises(ValueError, match="out: expected at least 18 cells"):
         triton_tree_mask(anc, torch.zeros(2, dtype=torch.int64), torch.zeros(3, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="out: expected a flat uint8"):
+        triton_tree_mask(anc, torch.zeros(2, dtype=torch.int64), torch.zeros(18, dtype=torch.bool))
+
+
+def test_unchecked_never_writes_past_the_buffer() -> None:
+    """`checked=False` (no host sync for the size): a buffer too small keeps its guard cells."""
+    anc = random_ancestors(3, 2, 5).to(torch.uint8)
+    lens = torch.tensor([4, 6])
+    need = mask_size(lens, 5)
+    big = torch.full((need + 4,), 9, dtype=torch.uint8)
+    triton_tree_mask(anc, lens, big, checked=False)
+    assert big[:need].tolist() == reference_tree_mask(anc, lens).tolist()
+    assert big[need:].tolist() == [9] * 4
+    small = torch.full((need + 4,), 9, dtype=torch.uint8)
+    triton_tree_mask(anc, lens, small[: need - 7], checked=False)
+    assert small[need - 7 :].tolist() == [9] * 11
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ancestors_of_parents_is_the_host_mask(seed: int) -> None:
+    """The device closure of a batch's parent arrays equals tree.ancestor_mask row by row."""
+    rng = random.Random(seed)
+    trees = [build_tree(0, [[rng.randrange(3) for _ in range(rng.randint(1, 15))]
+                            for _ in range(rng.randint(1, 4))], 16) for _ in range(3)]
+    trees = [padded(t, 16, 0) for t in trees]
+    parents = torch.tensor([t.parents for t in trees])
+    got = ancestors_of(parents)
+    assert got.dtype == torch.uint8
+    assert got.tolist() == [[[int(x) for x in row] for row in ancestor_mask(t)] for t in trees]

@@ -1,0 +1,168 @@
+"""Step B of turnspec's speculator inside SGLang (`TURNSPEC_SGLANG_SPEC=trees`): each greedy row
+verifies a token tree of N nodes in DFLASH's own verify of N tokens (N = the block size), so the
+verify keeps its shapes and its CUDA graphs, captured with a tree mask (hooks.py).
+
+A step, all on the device (the host never waits):
+1. `plan` (before the verify is loaded): the lookup continuation and the planner's verdict per
+   row (kernels/plan_lookup.py `choose`; grammar rows take step A's swap there and verify a
+   chain), then each branching row's tree, the N - 1 most likely nodes of its candidate family
+   (kernels/tree_plan.py; the host's form is engine/spec/tree.py `best_first(family(...))`).
+   The nodes' tokens overwrite the row's block (node 0, the anchor, stays).
+2. `attach` (SGLang's verify input, before it is loaded): the tree's mask (each node sees the
+   committed prefix, its ancestors and itself; kernels/tree_mask.py, SGLang's layout) and each
+   node's position (prefix + depth).
+3. `settle` (right after the target's verify pass, before DFLASH's accept): the target's choice
+   after each node, the accepted path (kernels/tree_accept.py), and the verify put in path
+   order (engine/spec/tree.py `linearized`): logits and hidden states permuted, the block
+   rewritten so that DFLASH's linear accept takes exactly the path and the target's bonus
+   after it, and the path's KV moved into the slots of positions prefix + 0.. (SGLang's
+   `move_kv_cache`). DFLASH then commits, and writes the drafter's context from the permuted
+   hidden states at the right positions, as for a chain.
+
+Rows that may not branch (sampled, penalised, under a grammar) verify a chain (their tree is the
+drafter's block, or the lookup's where step A swaps it): the mask is causal for them and
+`settle` leaves them as they are. Lossless: every committed token is the target's choice after
+a path it saw with exactly that path's attention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from turnspec.engine.sglang_plugin.state import STATE, StepContext
+from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
+from turnspec.engine.spec.tree import linearized
+from turnspec.kernels.plan_lookup import choose
+from turnspec.kernels.tree_accept import tree_accept
+from turnspec.kernels.tree_mask import ancestors_of, tree_mask
+from turnspec.kernels.tree_plan import reference_tree_plan
+
+# the probability a tree gives a lookup token the drafter does not rank: where the rule would
+# take the continuation (a copy in progress, or a drafter unsure of its block), and where not
+# (the offline walk's best pair: scripts/analysis/branch_lab.py --nodes)
+UNRANKED_TAKE, UNRANKED_PASS = 0.95, 0.5
+
+
+@dataclass(slots=True)
+class Tree:
+    """A step's trees: tokens [b, N] (the verify's block buffer), parents and depths [b, N],
+    which rows branch [b] bool, and the drafter's own drafts [b, N-1] (None for chains)."""
+    tokens: torch.Tensor
+    parents: torch.Tensor
+    depths: torch.Tensor
+    branching: torch.Tensor
+    drafted: torch.Tensor | None = None
+    attached: bool = False
+    settled: bool = False
+
+
+def chain(blocks: torch.Tensor) -> Tree:
+    """The drafter's blocks as chains (no branching row): a verify with a causal mask."""
+    bs, n = blocks.shape
+    nodes = torch.arange(n, device=blocks.device).expand(bs, n)
+    return Tree(blocks, nodes - 1, nodes, torch.zeros(bs, dtype=torch.bool, device=blocks.device))
+
+
+def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[bool],
+         top: tuple[torch.Tensor, torch.Tensor]) -> None:
+    """Step 1 (module doc) into `blocks` [b, N]; `ok`: rows the plan may change, `grammar`: rows
+    under a grammar (they may take the lookup's chain, not a tree); `top`: the drafter's top
+    tokens and log-probabilities [b, N-1, K]."""
+    bs, width = blocks.shape[0], blocks.shape[1] - 1
+    dev = blocks.device
+    drafted = blocks[:, 1:].clone()
+    cont = torch.full((bs, width), -1, dtype=torch.int64, device=dev)
+    take = torch.zeros(bs, dtype=torch.bool, device=dev)
+    if STATE.history is not None and any(ok):
+        flags = torch.tensor([[o, g] for o, g in zip(ok, grammar, strict=True)], dtype=torch.int32,
+                             pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
+        choose(STATE.history.tokens, STATE.history.lengths, step.batch.req_pool_indices, blocks,
+               top[1][..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
+               below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
+               tree=(cont, take))
+    branching = torch.tensor([o and not g for o, g in zip(ok, grammar, strict=True)],
+                             dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
+    unranked = torch.where(take, math.log(UNRANKED_TAKE), math.log(UNRANKED_PASS))
+    tokens, parents, depths = reference_tree_plan(blocks, top[0][..., 1:], top[1], cont,
+                                                  unranked, branching)
+    blocks.copy_(tokens)
+    step.tree = Tree(blocks, parents, depths, branching, drafted)
+    STATE.stats["tree_rows"] += sum(o and not g for o, g in zip(ok, grammar, strict=True))
+
+
+def attach(tree: Tree, verify: Any, batch: Any, attn_backend: Any) -> None:
+    """Step 2: the mask and the positions on SGLang's verify input `verify` (DFlashVerifyInput).
+    The mask is written straight into the attention backend's verify-mask buffer, the one its
+    CUDA graphs read (sized for the largest captured batch at the longest context; SGLang then
+    copies it onto itself), else, for a batch too large for the graphs, into a buffer of its
+    own size (a host sync, on a step that runs eagerly anyway)."""
+    bs, n = tree.tokens.shape
+    seq_lens = batch.seq_lens.to(torch.int64)
+    buffer = getattr(attn_backend, "verify_mask", None)
+    if buffer is not None and buffer.fits(bs) and full_layout(buffer):
+        mask = tree_mask(ancestors_of(tree.parents), seq_lens, out=buffer.buffer, checked=False)
+    else:
+        mask = tree_mask(ancestors_of(tree.parents), seq_lens)
+    verify.custom_mask = mask
+    first = verify.positions.view(bs, n)[:, :1]
+    verify.positions = (first + tree.depths.to(first.dtype)).reshape(-1)
+    tree.attached = True
+
+
+def full_layout(buffer: Any) -> bool:
+    """The backend's verify-mask buffer holds every row's [N, prefix + N] mask, in uint8 (the
+    layout kernels/tree_mask.py writes)."""
+    return getattr(buffer.mode, "name", "") == "FULL_MASK" and buffer.buffer.dtype == torch.uint8
+
+
+def settle(tree: Tree, logits_output: Any, out_cache_loc: torch.Tensor, kv_pool: Any) -> None:
+    """Step 3: the verify's outputs and the path's KV in path order, the block rewritten."""
+    bs, n = tree.tokens.shape
+    logits = logits_output.next_token_logits[: bs * n]
+    target = logits.argmax(dim=-1).view(bs, n)
+    path, length = tree_accept(tree.tokens, tree.parents, target)
+    order, block = linearized(path, length, tree.tokens, target, logits.shape[-1])
+    ident = torch.arange(n, device=order.device).expand(bs, n)
+    order = torch.where(tree.branching.unsqueeze(1), order, ident)
+    flat = (order + torch.arange(bs, device=order.device).unsqueeze(1) * n).reshape(-1)
+    logits.copy_(logits.index_select(0, flat))
+    if logits_output.hidden_states is not None:
+        hidden = logits_output.hidden_states[: bs * n]
+        hidden.copy_(hidden.index_select(0, flat))
+    if tree.drafted is not None:  # rows whose commits are not the drafter's block: a branch paid
+        left = (block[:, 1:] != tree.drafted) & (ident[:, 1:] <= length.unsqueeze(1))
+        STATE.device_counts(block.device)[3] += (left.any(1) & tree.branching).sum()
+    tree.tokens.copy_(torch.where(tree.branching.unsqueeze(1), block, tree.tokens))
+    loc = out_cache_loc[: bs * n].view(bs, n)
+    kv_pool.move_kv_cache(loc.reshape(-1), loc.gather(1, order).reshape(-1))
+    tree.settled = True
+
+
+def refusals(server_args: Any) -> list[str]:
+    """What in SGLang's server arguments trees cannot serve ([] when nothing)."""
+    bad = []
+    backend = getattr(server_args, "attention_backend", None)
+    if backend != "triton":
+        bad.append(f"attention_backend={backend!r} (verify trees write the triton backend's "
+                   "mask layout; expected 'triton')")
+    if (getattr(server_args, "page_size", 1) or 1) != 1:
+        bad.append(f"page_size={server_args.page_size} (the accepted path's KV moves token by "
+                   "token; expected 1)")
+    return bad
+
+
+def warm(nodes: int, device: torch.device | str) -> None:
+    """Run a step's tree kernels once on a tiny batch (Triton compiles on first use)."""
+    blocks = torch.zeros((1, nodes), dtype=torch.int64, device=device)
+    w = nodes - 1
+    top = torch.zeros((1, w, 3), dtype=torch.int64, device=device)
+    lp = torch.full((1, w, 3), -1.0, device=device)
+    cont = torch.full((1, w), -1, dtype=torch.int64, device=device)
+    ok = torch.ones(1, dtype=torch.bool, device=device)
+    tokens, parents, _ = reference_tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
+    tree_mask(ancestors_of(parents), torch.ones(1, dtype=torch.int64, device=device))
+    tree_accept(tokens, parents, tokens)

@@ -1,0 +1,175 @@
+"""Verify trees (TURNSPEC_SGLANG_SPEC=trees) through the hooks as DFLASH's worker calls them, on
+the CPU: each step plans trees into the verify's block, attaches their mask and positions, and
+after a target pass whose choice after each node is the row's true continuation (where the
+node's path follows it) puts the verify in path order, so that DFLASH's linear accept commits
+the longest prefix of that continuation any tree node holds, plus the target's bonus, and the
+path's KV sits in the slots of its positions. Plain namespaces for SGLang's batch, verify input,
+logits output and KV pool (as in test_history.py); the KV pool moves rows as SGLang's does."""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tests.engine.sglang_plugin.test_history import batch_of, rows
+from turnspec.engine.sglang_plugin import hooks, trees
+from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.sglang_plugin.state import STATE
+from turnspec.kernels.tree_mask import ancestors_of, reference_tree_mask
+
+V, W = 6, 7  # vocabulary, drafts a block (N = 8 nodes)
+
+
+class Pool:
+    """KV rows per slot; `move_kv_cache` as SGLang's native move (gather, then scatter)."""
+
+    def __init__(self, slots: int) -> None:
+        self.k = torch.arange(slots * 2, dtype=torch.float32).view(slots, 2)
+
+    def move_kv_cache(self, tgt_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
+        self.k[tgt_loc] = self.k[src_loc]
+
+
+def target_choices(tree: trees.Tree, truth: list[list[int]], rng: random.Random) -> torch.Tensor:
+    """[b, N]: the target's choice after each node: the truth's next token where the node's path
+    is the truth's prefix, else any token (the target's view of a wrong path)."""
+    b, n = tree.tokens.shape
+    out = torch.zeros((b, n), dtype=torch.int64)
+    for r in range(b):
+        tok, par, dep = (x[r].tolist() for x in (tree.tokens, tree.parents, tree.depths))
+        on = [True] * n
+        for i in range(1, n):
+            on[i] = on[par[i]] and tok[i] == truth[r][dep[i] - 1]
+        for i in range(n):
+            out[r, i] = truth[r][dep[i]] if on[i] else rng.randrange(V)
+    return out
+
+
+def longest(tree: trees.Tree, r: int, truth: list[int]) -> int:
+    tok, par, dep = (x[r].tolist() for x in (tree.tokens, tree.parents, tree.depths))
+    best, on = 0, [True] * len(tok)
+    for i in range(1, len(tok)):
+        on[i] = on[par[i]] and tok[i] == truth[dep[i] - 1]
+        best = max(best, dep[i] if on[i] else 0)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_tree_step_commits_the_longest_true_prefix_and_moves_its_kv(seed: int) -> None:
+    rng = random.Random(seed)
+    STATE.configure(PluginConfig(mode="trees", lookup_below=3.0))
+    STATE.history, STATE.device_stats, STATE.overlap = None, None, False
+    STATE.stats.clear()
+    greedy = SimpleNamespace(top_k=1, temperature=0.0, frequency_penalty=0.0,
+                             presence_penalty=0.0, repetition_penalty=1.0)
+    sampled = SimpleNamespace(top_k=50, temperature=0.7, frequency_penalty=0.0,
+                              presence_penalty=0.0, repetition_penalty=1.0)
+    reqs = [SimpleNamespace(rid=f"r{i}", req_pool_idx=slot, grammar=None,
+                            sampling_params=sampled if i == 2 else greedy,
+                            origin_input_ids=[rng.randrange(V) for _ in range(rng.randrange(12, 30))],
+                            output_ids=array("q", [rng.randrange(V)])) for i, slot in enumerate([3, 0, 1])]
+    hooks.around_forward(lambda w, b: SimpleNamespace(next_token_ids=torch.zeros(3, dtype=torch.int64),
+                                                      accept_lens=None, speculative_num_draft_tokens=None),
+                         object(), batch_of(reqs, extend=True, cap=64))
+    STATE.history.lengths -= 1  # the prefill's own token was written from output_ids already
+    n, pool, bs = W + 1, Pool(64), len(reqs)
+    try:
+        for _ in range(4):
+            blocks = torch.randint(0, V, (bs, n))
+            blocks[:, 0] = torch.tensor([r.output_ids[-1] for r in reqs])
+            top = torch.stack([torch.stack([torch.tensor([int(blocks[i, 1 + d]),
+                               *rng.sample([t for t in range(V) if t != int(blocks[i, 1 + d])], 2)])
+                               for d in range(W)]) for i in range(bs)]).view(bs * W, 3)
+            lp = torch.tensor([[math.log(rng.uniform(0.3, 0.95)), math.log(0.25), math.log(0.05)]
+                               for _ in range(bs * W)])
+            worker = SimpleNamespace(_draft_sampler=SimpleNamespace(top_ids=top, top_lp=lp))
+            truth = [[rng.randrange(V) for _ in range(n)] for _ in reqs]
+            for i in range(bs):  # the truth often follows the drafts a while, or a guess
+                k = rng.randrange(W + 1)
+                truth[i][:k] = blocks[i, 1 : 1 + k].tolist()
+                if k < W and rng.random() < 0.8:
+                    truth[i][k] = int(top.view(bs, W, 3)[i, k, 1])
+            prefix = torch.tensor([len(r.origin_input_ids) + len(r.output_ids) - 1 for r in reqs])
+            loc = torch.arange(bs * n).view(bs, n) + 8
+            seen = {}
+
+            def step(worker, batch, blocks=blocks, truth=truth, prefix=prefix, loc=loc, seen=seen):
+                positions = (prefix.unsqueeze(1) + torch.arange(n)).reshape(-1)
+                verify = SimpleNamespace(draft_token=blocks.view(-1), draft_token_num=n,
+                                         positions=positions, custom_mask=None)
+                vbatch = SimpleNamespace(seq_lens=prefix, seq_lens_sum=None,
+                                         forward_mode=SimpleNamespace(is_idle=lambda: False))
+                target_worker = SimpleNamespace(model_runner=SimpleNamespace(attn_backend=None))
+                hooks.before_prepare_for_verify(verify, vbatch, target_worker)
+                tree = STATE.step.tree
+                seen["tree"] = trees.Tree(tree.tokens.clone(), tree.parents.clone(),
+                                          tree.depths.clone(), tree.branching.clone())
+                assert verify.positions.tolist() == (prefix.unsqueeze(1) + tree.depths).reshape(-1).tolist()
+                assert verify.custom_mask.tolist() == reference_tree_mask(
+                    ancestors_of(tree.parents), prefix).tolist()
+                choice = target_choices(tree, truth, rng)
+                logits = torch.nn.functional.one_hot(choice.view(-1), V).float()
+                seen["kv"] = pool.k.clone()
+                out = SimpleNamespace(logits_output=SimpleNamespace(
+                    next_token_logits=logits, hidden_states=logits.clone()))
+                tp = SimpleNamespace(model_runner=SimpleNamespace(token_to_kv_pool=pool))
+                hooks.around_target_forward(lambda *a, **k: out, tp, batch=None,
+                                            forward_batch=SimpleNamespace(out_cache_loc=loc.view(-1)),
+                                            is_verify=True)
+                # DFLASH's greedy linear accept over the rewritten block and permuted logits
+                pred = logits.argmax(-1).view(bs, n)
+                commits = []
+                for i in range(bs):
+                    a = 0
+                    while a < W and int(blocks[i, 1 + a]) == int(pred[i, a]):
+                        a += 1
+                    commits.append([*blocks[i, 1 : 1 + a].tolist(), int(pred[i, a])])
+                seen["commits"] = commits
+                width = [len(c) for c in commits]
+                toks = [c + [0] * (n - len(c)) for c in commits]
+                return SimpleNamespace(next_token_ids=torch.tensor(toks).view(-1),
+                                       accept_lens=torch.tensor(width), speculative_num_draft_tokens=n)
+
+            hooks.around_forward(step, worker, batch_of(reqs, extend=False, cap=64))
+            tree, commits = seen["tree"], seen["commits"]
+            for i, r in enumerate(reqs):
+                if bool(tree.branching[i]):  # greedy rows: the longest true prefix, then the bonus
+                    a = longest(tree, i, truth[i])
+                    assert commits[i] == truth[i][: a + 1], (i, commits[i], truth[i])
+                    # the path's KV now sits in the slots of positions prefix + 0..a
+                    tok, par, dep = (x[i].tolist() for x in (tree.tokens, tree.parents, tree.depths))
+                    node = [j for j in range(n) if dep[j] == a and
+                            all(tok[k] == truth[i][dep[k] - 1] for k in _path(par, j)[1:])][0]
+                    for d, j in enumerate(_path(par, node)):
+                        assert pool.k[loc[i, d]].tolist() == seen["kv"][loc[i, j]].tolist()
+                else:
+                    assert tree.parents[i].tolist() == list(range(-1, W))  # a sampled row: chain
+                r.output_ids.extend(commits[i])
+            assert rows(STATE.history, [3, 0, 1]) == [r.origin_input_ids + list(r.output_ids)
+                                                     for r in reqs]
+        report = STATE.report()
+        assert report["tree_rows"] == 8 and report["tree_branch_paths"] > 0, report
+    finally:
+        STATE.history, STATE.device_stats = None, None
+        STATE.configure(PluginConfig(mode="lookup"))
+
+
+def _path(par: list[int], j: int) -> list[int]:
+    out = [j]
+    while par[out[-1]] >= 0:
+        out.append(par[out[-1]])
+    return out[::-1]
+
+
+def test_trees_refuse_what_they_cannot_serve() -> None:
+    ok = SimpleNamespace(attention_backend="triton", page_size=1)
+    assert trees.refusals(ok) == []
+    bad = trees.refusals(SimpleNamespace(attention_backend="fa3", page_size=16))
+    assert any("attention_backend='fa3'" in b for b in bad) and any("page_size=16" in b for b in bad)
+    with pytest.raises(ValueError, match="trees plans on the GPU"):
+        PluginConfig(mode="trees", plan_at="verify")

@@ -7,8 +7,9 @@
 #   bash scripts/gpu/plugin_load.sh run generic  # `turnspec loadtest --sweep`, then `down`
 # Servers: ts-none (--speculator none), ts-stock (DFLASH, the drafter alone), ts-lookup
 # (DFLASH + --sglang-spec lookup --sglang-spec-plan-at verify: planned on the host), ts-device
-# (the default, planned on the GPU), all `turnspec serve --engine sglang`; sg-lookup is
-# `python -m sglang.launch_server` with DFLASH and the plugin armed (TURNSPEC_SGLANG_SPEC).
+# (the default, planned on the GPU), ts-trees (--sglang-spec trees: verify trees), all `turnspec
+# serve --engine sglang`; sg-lookup is `python -m sglang.launch_server` with DFLASH and the
+# plugin armed (TURNSPEC_SGLANG_SPEC=$SG_SPEC: lookup, or trees).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
@@ -37,8 +38,10 @@ fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
 SG_PLAN_AT=${SG_PLAN_AT:-device}  # sg-lookup's plan point; its peer for the 5% bar plans there too
-declare -A PEER=([verify]=ts-lookup [device]=ts-device)
-declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036)
+SG_SPEC=${SG_SPEC:-lookup}        # sg-lookup's TURNSPEC_SGLANG_SPEC: lookup, or trees
+declare -A PEER=([verify]=ts-lookup [device]=ts-device [trees]=ts-trees)
+declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
+                 [ts-trees]=18037)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
@@ -46,9 +49,10 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-stock) args=(--speculator "$D") ;;
     ts-lookup) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at verify) ;;
     ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
+    ts-trees) args=(--speculator "$D" --sglang-spec trees) ;;
   esac
   if [ "$name" = sg-lookup ]; then
-    TURNSPEC_SGLANG_SPEC=lookup TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT setsid nohup python3 -m sglang.launch_server --model-path "$M" \
+    TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
       --dtype bfloat16 --mem-fraction-static "${MEM:-0.15}" --cuda-graph-max-bs-decode 32 \
@@ -108,7 +112,8 @@ run)
   [ -n "$DRY" ] || info "$wl"
   if [ "$wl" = generic ]; then
     down
-    $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json --own-peer "${PEER[$SG_PLAN_AT]}"
+    peer=${PEER[$SG_PLAN_AT]}; [ "$SG_SPEC" = trees ] && peer=ts-trees
+    $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json --own-peer "$peer"
   fi
   pack
   ;;

@@ -233,10 +233,12 @@ def guard_worker(original, *args, **kwargs):
     if STATE.config.mode == "trees":
         backend = args[0].target_worker.model_runner.attn_backend
         buffer = getattr(backend, "verify_mask", None)
-        if buffer is not None and not trees.full_layout(buffer):
-            raise RuntimeError(f"turnspec sglang plugin: the target's verify mask is "
-                               f"{buffer.mode} {buffer.buffer.dtype}; expected FULL_MASK uint8 "
-                               "(the triton backend's), or TURNSPEC_SGLANG_SPEC=lookup")
+        graphs = not getattr(server_args, "disable_cuda_graph", False)
+        if (buffer is None and graphs) or (buffer is not None and not trees.full_layout(buffer)):
+            got = "none" if buffer is None else f"{buffer.mode} {buffer.buffer.dtype}"
+            raise RuntimeError(f"turnspec sglang plugin: the target's verify-mask buffer is "
+                               f"{got}; expected FULL_MASK uint8 (the triton backend's, which its "
+                               "CUDA graphs read), or TURNSPEC_SGLANG_SPEC=lookup")
     return out
 
 

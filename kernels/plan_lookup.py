@@ -45,11 +45,10 @@ def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tens
     agrees = (cont[:, :agree] == drafts[:, :agree]).all(dim=-1)
     ok, grammar = flags[:, 0] > 0, flags[:, 1] > 0
     take = wins(n, agrees, width, expected, below, match, match_min) & anchored & ok
-    swap = take if tree is None else take & grammar
     if tree is not None:
         tree[0].copy_(torch.where((anchored & ok).unsqueeze(1), cont, -1))
         tree[1].copy_(take)
-    drafts.copy_(torch.where(swap.unsqueeze(1) & (cont >= 0), cont, drafts))
+    drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
     counts += torch.stack([take.sum(), (take & grammar).sum(), (ok & (length > 0) & ~anchored).sum()])
 
 
@@ -81,12 +80,10 @@ def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, c
     ok = tl.load(flags_ptr + pid * 2) != 0
     take = (take_lookup & anchored & ok).to(tl.int64)
     grammar = (tl.load(flags_ptr + pid * 2 + 1) != 0).to(tl.int64)
-    swap = take
-    if TREE:  # noqa: SIM108 (a constexpr branch: only one is compiled)
-        swap = take * grammar  # the rest branch in the tree (kernels/tree_plan.py)
+    if TREE:  # the continuation a row passed over may be a branch of its tree (tree_plan.py)
         tl.store(cont_ptr + pid * WIDTH + w, tl.where(anchored & ok, cont, -1), mask=live)
         tl.store(take_ptr + pid, take != 0)
-    tl.store(row + 1 + w, tl.where(w < n * swap, cont, drafts), mask=live)
+    tl.store(row + 1 + w, tl.where(w < n * take, cont, drafts), mask=live)
     tl.atomic_add(counts_ptr, take)
     tl.atomic_add(counts_ptr + 1, take * grammar)
     tl.atomic_add(counts_ptr + 2, (ok & (length > 0) & (anchored == 0)).to(tl.int64))
@@ -115,10 +112,9 @@ def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks
            tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Swap each batch row's block for its lookup continuation where the rule says so (module
     doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. With `tree` (cont
-    [b, W] int64, take [b] bool), for verify trees: each row's continuation (-1 past it, and
+    [b, W] int64, take [b] bool), for verify trees, each row's continuation (-1 past it, and
     everywhere on a row that may not plan or whose kept tokens miss the anchor) and the rule's
-    verdict go there, and only grammar rows are swapped (they verify a chain). Triton on CUDA,
-    the torch reference elsewhere."""
+    verdict also go there. Triton on CUDA, the torch reference elsewhere."""
     b, block = blocks.shape
     if lp.shape != (b * (block - 1),) or flags.shape != (b, 2) or rows.shape != (b,):
         raise ValueError(f"lp/flags/rows: expected [{b * (block - 1)}], [{b}, 2], [{b}] for "

@@ -4,9 +4,10 @@ verify keeps its shapes and its CUDA graphs, captured with a tree mask (hooks.py
 
 A step, all on the device (the host never waits):
 1. `plan` (before the verify is loaded): the lookup continuation and the planner's verdict per
-   row (kernels/plan_lookup.py `choose`; grammar rows take step A's swap there and verify a
-   chain), then each branching row's tree, the N - 1 most likely nodes of its candidate family
-   (kernels/tree_plan.py; the host's form is engine/spec/tree.py `best_first(family(...))`).
+   row (kernels/plan_lookup.py `choose`: a row whose rule takes the continuation verifies it
+   as a chain, step A's swap), then each other greedy row's tree, the N - 1 most likely nodes
+   of its candidate family: the drafter's block, its swaps and the continuation the rule passed
+   over (kernels/tree_plan.py; the host's form is engine/spec/tree.py `best_first(family(...))`).
    The nodes' tokens overwrite the row's block (node 0, the anchor, stays).
 2. `attach` (SGLang's verify input, before it is loaded): the tree's mask (each node sees the
    committed prefix, its ancestors and itself; kernels/tree_mask.py, SGLang's layout) and each
@@ -19,9 +20,9 @@ A step, all on the device (the host never waits):
    `move_kv_cache`). DFLASH then commits, and writes the drafter's context from the permuted
    hidden states at the right positions, as for a chain.
 
-Rows that may not branch (sampled, penalised, under a grammar) verify a chain (their tree is the
-drafter's block, or the lookup's where step A swaps it): the mask is causal for them and
-`settle` leaves them as they are. Lossless: every committed token is the target's choice after
+Rows that do not branch (sampled, penalised, under a grammar, or taking the lookup) verify a
+chain (the drafter's block, or the lookup's where step A swaps it): the mask is causal for
+them and `settle` leaves them as they are. Lossless: every committed token is the target's choice after
 a path it saw with exactly that path's attention.
 """
 
@@ -41,10 +42,11 @@ from turnspec.kernels.tree_accept import tree_accept
 from turnspec.kernels.tree_mask import ancestors_of, tree_mask
 from turnspec.kernels.tree_plan import reference_tree_plan
 
-# the probability a tree gives a lookup token the drafter does not rank: where the rule would
-# take the continuation (a copy in progress, or a drafter unsure of its block), and where not
-# (the offline walk's best pair: scripts/analysis/branch_lab.py --nodes)
-UNRANKED_TAKE, UNRANKED_PASS = 0.95, 0.5
+# the probability a tree gives a lookup token the drafter does not rank, on a row whose rule
+# passed the continuation over (a row whose rule takes it verifies it as a chain: on the
+# independent voice turns, trees there lost to the whole copied block, scripts/analysis/
+# branch_lab.py --nodes)
+UNRANKED_PASS = 0.5
 
 
 @dataclass(slots=True)
@@ -84,9 +86,10 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
                top[1][..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
                below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
                tree=(cont, take))
-    branching = torch.tensor([o and not g for o, g in zip(ok, grammar, strict=True)],
-                             dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
-    unranked = torch.where(take, math.log(UNRANKED_TAKE), math.log(UNRANKED_PASS))
+    may = torch.tensor([o and not g for o, g in zip(ok, grammar, strict=True)],
+                       dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
+    branching = may & ~take  # a row that takes the lookup verifies it as a chain (step A)
+    unranked = torch.full((bs,), math.log(UNRANKED_PASS), device=dev)
     tokens, parents, depths = reference_tree_plan(blocks, top[0][..., 1:], top[1], cont,
                                                   unranked, branching)
     blocks.copy_(tokens)

@@ -27,15 +27,16 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
+from turnspec.engine.sglang_plugin.trees import UNRANKED_PASS
 from turnspec.engine.spec.accept import furthest
 from turnspec.engine.spec.options import SpecOptions
-from turnspec.engine.spec.planner import RowInput, plan_step
+from turnspec.engine.spec.planner import RowInput, plan_step, takes_lookup
 from turnspec.engine.spec.proposers import Proposer
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.engine.spec.proposers.drafter import DrafterBlocks, propose_drafts
 from turnspec.engine.spec.proposers.lookup import PromptLookup
 from turnspec.engine.spec.swaps import BRANCH_PLANS
-from turnspec.engine.spec.tree import TokenTree, accepted_path, best_first
+from turnspec.engine.spec.tree import TokenTree, accepted_path, best_first, family
 from turnspec.speculator.data import Sample
 from turnspec.speculator.evaluate import add_replay_arguments, replay_inputs
 from turnspec.speculator.target import FrozenTarget
@@ -163,14 +164,31 @@ def truth_after(tree: TokenTree, truth: list[int]) -> list[int]:
     return [truth[d] if d < len(truth) else -2 for d in tree.depths]
 
 
+def family_blocks(turn: Turn, i: int, a: int, lookup: PromptLookup,
+                  opts: SpecOptions) -> tuple[list[list[int]], list[list[float]]]:
+    """The SGLang plugin's tree candidates at anchor index `i` (position `a`): the lookup block
+    alone where the planner's rule takes it (then followed by the drafter's drafts, as the
+    plugin swaps it in), else tree.family over the drafter's block, two guesses a position
+    and the continuation the rule passed over (engine/sglang_plugin/trees.py)."""
+    d, width = turn.drafts[i], len(turn.drafts[i])
+    cont = lookup.propose(turn.ids[: a + 1], width)
+    if cont.tokens and takes_lookup(cont.tokens, d, width, turn.expected[i], opts.lookup_below,
+                                    cont.match):
+        return [list(cont.tokens) + list(d[len(cont.tokens):])], [[1.0] * width]
+    return family(d, turn.probs[i], [g[:2] for g in turn.guesses[i]],
+                  [q[:2] for q in turn.guess_probs[i]], cont.tokens, UNRANKED_PASS)
+
+
 def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None,
          nodes: int = 0, unranked: float = 0.5) -> tuple[int, int]:
     """(tokens, steps) of one turn verified as the engine does with `branches` verify branches
     (the lookup rule on), `plan` for the drafter's swapped blocks and a `datastore` branch last
     if given (`serve --spec-datastore`): the engine's planner over the recorded proposals.
     With `nodes`, the step's blocks verify as one tree of that many nodes, the most likely
-    (tree.best_first, `token_probs`) instead of one row each."""
-    opts, lookup = SpecOptions(branches=branches, plan=plan), PromptLookup()
+    (tree.best_first, `token_probs`) instead of one row each; with `plan` "family", the tree of
+    the SGLang plugin's candidates instead (`family_blocks`)."""
+    opts = SpecOptions(branches=branches, plan="planned" if plan == "family" else plan)
+    lookup = PromptLookup()
     a, tokens, steps = turn.start, 0, 0
     width = len(turn.drafts[0])
     while a < turn.end:
@@ -182,7 +200,10 @@ def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None
         chosen = plan_step([RowInput(turn.ids[: a + 1], width, True)], drafted, opts, lookup,
                            datastore)
         truth = turn.ids[a + 1 : a + 1 + width]
-        if nodes:
+        if nodes and plan == "family":
+            blocks, probs = family_blocks(turn, i, a, lookup, opts)
+            best = tree_accepted(best_first(turn.ids[a], blocks, probs, nodes), truth)
+        elif nodes:
             probs = [token_probs(b, i, turn, unranked) for b in chosen.blocks]
             best = tree_accepted(best_first(turn.ids[a], chosen.blocks, probs, nodes), truth)
         else:
@@ -240,13 +261,15 @@ def sim(args: argparse.Namespace) -> None:
                     "tau": tau_ds, "ci90": list(tau_interval(tok_ds, st_ds)),
                     "gain_over_no_ds": tau_ds - sum(tok) / sum(st), "gain_ci90": list(ci)}
     for n in [int(x) for x in args.nodes.split(",") if x]:  # one tree of n nodes a step
-        tok, st = simulate(turns, counts[-1], plans[-1], None, n, args.unranked)
-        tau = sum(tok) / sum(st)
-        mode = f"tree of {n} nodes"
-        print(f"{mode:24s} {tau:6.3f} {format_interval(tau_interval(tok, st)):>12s}", flush=True)
-        results[mode] = {"tau": tau, "ci90": list(tau_interval(tok, st)), "steps": sum(st),
-                         "candidates": f"{counts[-1]} branches {plans[-1]}",
-                         "unranked": args.unranked}
+        for cands in (f"{counts[-1]} branches {plans[-1]}", "family"):
+            plan = "family" if cands == "family" else plans[-1]
+            tok, st = simulate(turns, counts[-1], plan, None, n, args.unranked)
+            tau = sum(tok) / sum(st)
+            mode = f"tree of {n}, {cands}"
+            print(f"{mode:24s} {tau:6.3f} {format_interval(tau_interval(tok, st)):>12s}",
+                  flush=True)
+            results[mode] = {"tau": tau, "ci90": list(tau_interval(tok, st)), "steps": sum(st),
+                             "unranked": args.unranked if plan != "family" else "by the rule"}
     if args.json:
         args.json.write_text(json.dumps({**meta, "turns": len(turns), "datastore": (
             str(args.datastore) if args.datastore else None), **results}, indent=2) + "\n")
@@ -268,7 +291,8 @@ def main() -> None:
                         "--spec-datastore PATH (the gain over the same without)")
     s.add_argument("--nodes", default="", help="also verify one tree a step of each of these "
                    "node counts (with the anchor): the most likely nodes of the last --branches "
-                   "and --plan's blocks (engine/spec/tree.py best_first)")
+                   "and --plan's blocks (engine/spec/tree.py best_first), and of the SGLang "
+                   "plugin's candidates (tree.family; needs a dump with --guesses 2 or more)")
     s.add_argument("--unranked", type=float, default=0.6, help="the probability a tree gives a "
                    "token the drafter does not rank (lookup, datastore)")
     s.add_argument("--json", type=Path, default=None)

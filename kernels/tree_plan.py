@@ -28,8 +28,13 @@ from __future__ import annotations
 from functools import cache
 
 import torch
+import triton
+import triton.language as tl
 
 TIE = 1e-9  # per depth: a child never ties its parent (values are float64)
+
+
+KINDS = {"chain": 0, "swap": 1, "lookup": 2}
 
 
 @cache
@@ -104,3 +109,127 @@ def reference_tree_plan(blocks: torch.Tensor, guesses: torch.Tensor, lp: torch.T
                          new.gather(1, par.gather(1, chosen))], 1)
     depths = torch.cat([torch.zeros((b, 1), dtype=torch.int64, device=dev), dep.gather(1, chosen)], 1)
     return tokens, parents, depths
+
+
+@cache
+def _lanes(width: int, guesses: int, device: str) -> torch.Tensor:
+    """Every candidate's (kind, j, g, k, parent candidate) as [5, C] int32, in the reference's
+    order: the chain, the swaps by (g, j, k), the lookup (its parents depend on where it leaves
+    the block: the kernel sets the first's)."""
+    js, gs, ks, sparent, total = _layout(width, guesses, device)
+    t, w = int(total), width
+    pos = list(range(w))
+    kind = [0] * w + [1] * len(js) + [2] * w
+    j = pos + js.tolist() + pos
+    g = [0] * w + gs.tolist() + [0] * w
+    k = pos + ks.tolist() + pos
+    par = [p - 1 if p else t for p in pos] + sparent.tolist() + [t - w + p - 1 for p in pos]
+    return torch.tensor([kind, j, g, k, par], dtype=torch.int32, device=device)
+
+
+@triton.jit
+def _tree_plan_kernel(blocks_ptr, guess_ptr, lp_ptr, cont_ptr, unr_ptr, ok_ptr, lanes_ptr,
+                      tok_ptr, par_ptr, dep_ptr, C, TIE: tl.constexpr,
+                      W: tl.constexpr, G: tl.constexpr, CP: tl.constexpr, NP: tl.constexpr):
+    """One program per row: every candidate's value in a lane, the W best picked one by one,
+    then numbered by depth (ties in pick order) and their parents renumbered."""
+    row = tl.program_id(0)
+    c = tl.arange(0, CP)
+    live = c < C
+    kind = tl.load(lanes_ptr + c, mask=live, other=0)
+    j = tl.load(lanes_ptr + C + c, mask=live, other=0)
+    g = tl.load(lanes_ptr + 2 * C + c, mask=live, other=0)
+    k = tl.load(lanes_ptr + 3 * C + c, mask=live, other=0)
+    par = tl.load(lanes_ptr + 4 * C + c, mask=live, other=0)
+    ok = tl.load(ok_ptr + row) != 0
+    unr = tl.load(unr_ptr + row).to(tl.float64)
+    base = row * (W + 1)
+    # where the lookup leaves the block (m = W: never), and whether it runs unbroken to each k
+    m = W
+    for i in tl.static_range(W):
+        ci = tl.load(cont_ptr + row * W + i)
+        di = tl.load(blocks_ptr + base + 1 + i)
+        m = tl.where((m == W) & (ci >= 0) & (ci != di), i, m)
+    has = (m < W) & ok
+    value = tl.zeros([CP], dtype=tl.float64)
+    run = tl.full([CP], 1, tl.int1)
+    for i in tl.static_range(W):
+        di = tl.load(blocks_ptr + base + 1 + i)
+        ci = tl.load(cont_ptr + row * W + i)
+        l0 = tl.load(lp_ptr + (row * W + i) * (G + 1)).to(tl.float64)
+        ranked = tl.where(ci == di, l0, unr)
+        for q in tl.static_range(G):
+            gq = tl.load(guess_ptr + (row * W + i) * G + q)
+            lq = tl.load(lp_ptr + (row * W + i) * (G + 1) + 1 + q).to(tl.float64)
+            ranked = tl.where((ci != di) & (ci == gq), lq, ranked)
+        on = i <= k
+        own = tl.where(kind == 1, on & (i != j), on)          # the draft's own probability
+        value += tl.where(own & (kind != 2), l0, 0.0)
+        value += tl.where((kind == 2) & on, tl.where(i < m, l0, ranked), 0.0)
+        run = run & ((kind != 2) | (i > k) | (ci >= 0))
+    # a swap's own guess, and whether it stands (not the draft, not the lookup's leaving token)
+    gtok = tl.load(guess_ptr + (row * W + j) * G + g, mask=live & (kind == 1), other=-1)
+    glp = tl.load(lp_ptr + (row * W + j) * (G + 1) + 1 + g, mask=live & (kind == 1), other=0.0)
+    value += tl.where(kind == 1, glp.to(tl.float64), 0.0)
+    dj = tl.load(blocks_ptr + base + 1 + j, mask=live, other=-1)
+    cj = tl.load(cont_ptr + row * W + j, mask=live, other=-1)
+    dup = (gtok == dj) | (has & (m == j) & (gtok == cj))
+    dk = tl.load(blocks_ptr + base + 1 + k, mask=live, other=-1)
+    ck = tl.load(cont_ptr + row * W + k, mask=live, other=-1)
+    tok = tl.where(kind == 0, dk, tl.where(kind == 1, tl.where(k == j, gtok, dk), ck))
+    valid = live & ((kind == 0) | (ok & (kind == 1) & ~dup) | (has & (kind == 2) & (k >= m) & run))
+    first = (kind == 2) & (k == m)
+    par = tl.where(first, tl.where(m == 0, C, m - 1), par)
+    depth = k + 1
+    key = tl.where(valid, value - TIE * depth.to(tl.float64), float("-inf"))
+    # pick the W best, one by one
+    n = tl.arange(0, NP)
+    sel = tl.full([NP], -1, tl.int32)
+    sdep = tl.full([NP], 1 << 20, tl.int32)
+    stok = tl.zeros([NP], dtype=tl.int64)
+    spar = tl.zeros([NP], dtype=tl.int32)
+    for t in tl.static_range(W):
+        best = tl.argmax(key, axis=0)
+        hit = c == best
+        sel = tl.where(n == t, best, sel)
+        sdep = tl.where(n == t, tl.sum(tl.where(hit, depth, 0), axis=0), sdep)
+        stok = tl.where(n == t, tl.sum(tl.where(hit, tok, 0), axis=0), stok)
+        spar = tl.where(n == t, tl.sum(tl.where(hit, par, 0), axis=0), spar)
+        key = tl.where(hit, float("-inf"), key)
+    # number by depth (pick order breaks ties): rank[t] = picks that come before t
+    before = (sdep[None, :] < sdep[:, None]) | ((sdep[None, :] == sdep[:, None]) & (n[None, :] < n[:, None]))
+    rank = tl.sum(before.to(tl.int32), axis=1) + 1
+    match = sel[None, :] == spar[:, None]
+    newpar = tl.sum(tl.where(match, rank[None, :], 0), axis=1)   # 0 where the parent is the anchor
+    out = n < W
+    tl.store(tok_ptr + base + rank, stok, mask=out)
+    tl.store(par_ptr + base + rank, newpar.to(tl.int64), mask=out)
+    tl.store(dep_ptr + base + rank, sdep.to(tl.int64), mask=out)
+    tl.store(tok_ptr + base, tl.load(blocks_ptr + base))
+    tl.store(par_ptr + base, -1)
+    tl.store(dep_ptr + base, 0)
+
+
+def triton_tree_plan(blocks: torch.Tensor, guesses: torch.Tensor, lp: torch.Tensor,
+                     cont: torch.Tensor, unranked: torch.Tensor,
+                     ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The Triton path (CUDA, or the CPU under TRITON_INTERPRET=1): one launch for the batch."""
+    b, n = blocks.shape
+    w, g = n - 1, guesses.shape[2]
+    lanes = _lanes(w, g, str(blocks.device))
+    out = [torch.empty((b, n), dtype=torch.int64, device=blocks.device) for _ in range(3)]
+    if b:
+        c = lanes.shape[1]
+        _tree_plan_kernel[(b,)](blocks.contiguous(), guesses.contiguous(), lp.float().contiguous(),
+                                cont.contiguous(), unranked.float().contiguous(),
+                                ok.to(torch.int32).contiguous(), lanes, *out, c, TIE=TIE, W=w,
+                                G=g, CP=triton.next_power_of_2(c),
+                                NP=max(16, triton.next_power_of_2(w)))
+    return out[0], out[1], out[2]
+
+
+def tree_plan(blocks: torch.Tensor, guesses: torch.Tensor, lp: torch.Tensor, cont: torch.Tensor,
+              unranked: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """tokens, parents, depths [b, N] (module doc); Triton on CUDA, the torch reference elsewhere."""
+    impl = triton_tree_plan if blocks.is_cuda else reference_tree_plan
+    return impl(blocks, guesses, lp, cont, unranked, ok)

@@ -40,7 +40,7 @@ from turnspec.engine.spec.tree import linearized
 from turnspec.kernels.plan_lookup import choose
 from turnspec.kernels.tree_accept import tree_accept
 from turnspec.kernels.tree_mask import ancestors_of, tree_mask
-from turnspec.kernels.tree_plan import reference_tree_plan
+from turnspec.kernels.tree_plan import tree_plan
 
 # the probability a tree gives a lookup token the drafter does not rank, on a row whose rule
 # passed the continuation over (a row whose rule takes it verifies it as a chain: on the
@@ -90,8 +90,8 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
                        dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
     branching = may & ~take  # a row that takes the lookup verifies it as a chain (step A)
     unranked = torch.full((bs,), math.log(UNRANKED_PASS), device=dev)
-    tokens, parents, depths = reference_tree_plan(blocks, top[0][..., 1:], top[1], cont,
-                                                  unranked, branching)
+    tokens, parents, depths = tree_plan(blocks, top[0][..., 1:], top[1], cont,
+                                        unranked, branching)
     blocks.copy_(tokens)
     step.tree = Tree(blocks, parents, depths, branching, drafted)
     STATE.stats["tree_rows"] += sum(o and not g for o, g in zip(ok, grammar, strict=True))
@@ -166,6 +166,6 @@ def warm(nodes: int, device: torch.device | str) -> None:
     lp = torch.full((1, w, 3), -1.0, device=device)
     cont = torch.full((1, w), -1, dtype=torch.int64, device=device)
     ok = torch.ones(1, dtype=torch.bool, device=device)
-    tokens, parents, _ = reference_tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
+    tokens, parents, _ = tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
     tree_mask(ancestors_of(parents), torch.ones(1, dtype=torch.int64, device=device))
     tree_accept(tokens, parents, tokens)

@@ -107,3 +107,21 @@ def test_a_sure_lookup_copy_takes_the_tree_and_a_sure_drafter_keeps_its_chain() 
     assert tokens[0].tolist() == [copy["anchor"], *copy["cont"]]
     assert parents[0].tolist() == list(range(-1, W))
     assert tokens[1].tolist() == [sure["anchor"], *sure["drafts"]]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_kernel_plans_the_references_trees(seed: int) -> None:
+    """The one-launch kernel (interpreted on the CPU) picks the reference's nodes; both number
+    them by depth, the kernel breaking depth ties in pick order."""
+    from turnspec.kernels.tree_plan import triton_tree_plan
+
+    rng = random.Random(100 + seed)
+    rows = [_row(rng) for _ in range(5)]
+    args = _tensors(rows)
+    want = reference_tree_plan(*args)
+    got = triton_tree_plan(*args)
+    for r in range(len(rows)):
+        assert _paths(got[0][r].tolist(), got[1][r].tolist()) == \
+            _paths(want[0][r].tolist(), want[1][r].tolist()), (seed, r)
+        assert sorted(got[2][r].tolist()) == sorted(want[2][r].tolist())
+        assert got[2][r].tolist() == sorted(got[2][r].tolist())     # topological: by depth

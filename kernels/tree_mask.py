@@ -71,20 +71,30 @@ def reference_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor) -> torc
 
 @triton.jit
 def _tree_mask_kernel(anc_ptr, lens_ptr, offs_ptr, out_ptr, sa_b, sa_q, sa_k, cap,
-                      N: tl.constexpr, BLOCK: tl.constexpr):
+                      N: tl.constexpr, BLOCK: tl.constexpr, FROM_PARENTS: tl.constexpr):
     """One program per (row, node): the node's mask row, BLOCK cells at a time, never past
-    `cap` cells."""
+    `cap` cells. FROM_PARENTS: `anc_ptr` holds parents [b, N] (stride sa_b), and the node's
+    ancestors are found by walking up them."""
     r = tl.program_id(0)
     q = tl.program_id(1)
     length = tl.load(lens_ptr + r)
     width = length + N
     base = tl.load(offs_ptr + r) + q * width
     cols = tl.arange(0, BLOCK)
+    if FROM_PARENTS:
+        mine = cols == q
+        at = q
+        for _ in tl.static_range(N - 1):
+            at = tl.load(anc_ptr + r * sa_b + tl.maximum(at, 0), mask=at >= 0, other=-1)
+            mine = mine | ((cols == at) & (at >= 0))
     for start in range(0, width, BLOCK):
         c = start + cols
         k = c - length
         tree = (k >= 0) & (k < N)
-        anc = tl.load(anc_ptr + r * sa_b + q * sa_q + k * sa_k, mask=tree, other=1)
+        if FROM_PARENTS:
+            anc = tl.sum(tl.where(mine[None, :] & (cols[None, :] == k[:, None]), 1, 0), axis=1)
+        else:
+            anc = tl.load(anc_ptr + r * sa_b + q * sa_q + k * sa_k, mask=tree, other=1)
         tl.store(out_ptr + base + c, tl.where(tree, anc, 1).to(tl.uint8),
                  mask=(c < width) & (base + c < cap))
 
@@ -106,7 +116,23 @@ def triton_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor,
     anc = ancestors.to(torch.uint8)
     if b:
         _tree_mask_kernel[(b, n)](anc, seq_lens, mask_offsets(seq_lens, n), out, *anc.stride(),
-                                  out.numel(), N=n, BLOCK=max(16, min(1024, triton.next_power_of_2(n))))
+                                  out.numel(), N=n, FROM_PARENTS=False,
+                                  BLOCK=max(16, min(1024, triton.next_power_of_2(n))))
+    return out
+
+
+def triton_tree_mask_of_parents(parents: torch.Tensor, seq_lens: torch.Tensor,
+                                out: torch.Tensor, cap: int | None = None) -> torch.Tensor:
+    """The mask straight from the trees' parents [b, N] int64 (-1 the root), into `out`, with
+    no host sync (no size check: the kernel never writes past `out`): the step's form on the
+    GPU, one launch besides the offsets."""
+    b, n = parents.shape
+    par = parents.contiguous()
+    if b:
+        _tree_mask_kernel[(b, n)](par, seq_lens, mask_offsets(seq_lens, n), out, par.stride(0),
+                                  0, 0, out.numel() if cap is None else cap, N=n,
+                                  BLOCK=max(16, min(1024, triton.next_power_of_2(n))),
+                                  FROM_PARENTS=True)
     return out
 
 

@@ -39,7 +39,7 @@ from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.engine.spec.tree import linearized
 from turnspec.kernels.plan_lookup import choose
 from turnspec.kernels.tree_accept import tree_accept
-from turnspec.kernels.tree_mask import ancestors_of, tree_mask
+from turnspec.kernels.tree_mask import ancestors_of, tree_mask, triton_tree_mask_of_parents
 from turnspec.kernels.tree_plan import tree_plan
 
 # the probability a tree gives a lookup token the drafter does not rank, on a row whose rule
@@ -106,8 +106,8 @@ def attach(tree: Tree, verify: Any, batch: Any, attn_backend: Any) -> None:
     bs, n = tree.tokens.shape
     seq_lens = batch.seq_lens.to(torch.int64)
     buffer = getattr(attn_backend, "verify_mask", None)
-    if buffer is not None and buffer.fits(bs) and full_layout(buffer):
-        mask = tree_mask(ancestors_of(tree.parents), seq_lens, out=buffer.buffer, checked=False)
+    if tree.parents.is_cuda and buffer is not None and buffer.fits(bs) and full_layout(buffer):
+        mask = triton_tree_mask_of_parents(tree.parents, seq_lens, buffer.buffer)
     else:
         mask = tree_mask(ancestors_of(tree.parents), seq_lens)
     verify.custom_mask = mask
@@ -167,5 +167,9 @@ def warm(nodes: int, device: torch.device | str) -> None:
     cont = torch.full((1, w), -1, dtype=torch.int64, device=device)
     ok = torch.ones(1, dtype=torch.bool, device=device)
     tokens, parents, _ = tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
-    tree_mask(ancestors_of(parents), torch.ones(1, dtype=torch.int64, device=device))
+    lens = torch.ones(1, dtype=torch.int64, device=device)
+    if parents.is_cuda:
+        triton_tree_mask_of_parents(parents, lens, torch.empty(nodes * (1 + nodes), dtype=torch.uint8,
+                                                               device=device))
+    tree_mask(ancestors_of(parents), lens)
     tree_accept(tokens, parents, tokens)

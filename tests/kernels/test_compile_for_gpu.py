@@ -31,10 +31,10 @@ CASES += [(plan_lookup._append_kernel, {**APPEND, "tok_ptr": tok},
            {"STRIDE": s, "SP": 16, "HAS_COUNTS": c})
           for s, c, tok in ((1, False, "*i64"), (1, False, "*i32"), (16, True, "*i64"))]
 # verify trees: the mask (SGLang's layout) and the accept walk, at 16 nodes
-CASES += [(tree_mask._tree_mask_kernel, {"anc_ptr": "*u8", "lens_ptr": "*i64", "offs_ptr": "*i64",
+CASES += [(tree_mask._tree_mask_kernel, {"anc_ptr": anc, "lens_ptr": "*i64", "offs_ptr": "*i64",
            "out_ptr": "*u8", "sa_b": "i64", "sa_q": "i64", "sa_k": "i64", "cap": "i64"},
-           {"N": 16, "BLOCK": 16}),
-          (tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
+           {"N": 16, "BLOCK": 16, "FROM_PARENTS": fp}) for anc, fp in (("*u8", False), ("*i64", True))]
+CASES += [(tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
            "path_ptr", "len_ptr")}, {"N": 16, "BLOCK": 16}),
           (tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i64",
            "lp_ptr": "*fp32", "cont_ptr": "*i64", "unr_ptr": "*fp32", "ok_ptr": "*i32",
@@ -55,4 +55,4 @@ def test_the_plugin_kernels_compile_for_sm90() -> None:
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("compiled") == 14
+    assert done.stdout.count("compiled") == 15

@@ -17,6 +17,7 @@ from turnspec.kernels.tree_mask import (
     reference_tree_mask,
     tree_mask,
     triton_tree_mask,
+    triton_tree_mask_of_parents,
 )
 
 
@@ -93,3 +94,17 @@ def test_ancestors_of_parents_is_the_host_mask(seed: int) -> None:
     got = ancestors_of(parents)
     assert got.dtype == torch.uint8
     assert got.tolist() == [[[int(x) for x in row] for row in ancestor_mask(t)] for t in trees]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_mask_from_parents_is_the_mask_of_their_ancestors(seed: int) -> None:
+    """The step's one-launch form walks each node's parents in the kernel: the same cells."""
+    rng = random.Random(50 + seed)
+    trees = [padded(build_tree(0, [[rng.randrange(3) for _ in range(rng.randint(1, 15))]
+                                   for _ in range(rng.randint(1, 5))], 16), 16, 0) for _ in range(3)]
+    parents = torch.tensor([t.parents for t in trees])
+    lens = torch.tensor([rng.randrange(0, 40) for _ in trees])
+    want = reference_tree_mask(ancestors_of(parents), lens)
+    out = torch.full((want.numel() + 5,), 7, dtype=torch.uint8)
+    triton_tree_mask_of_parents(parents, lens, out)
+    assert out[: want.numel()].tolist() == want.tolist() and out[want.numel():].tolist() == [7] * 5

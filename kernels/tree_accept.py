@@ -95,3 +95,89 @@ def tree_accept(tokens: torch.Tensor, parents: torch.Tensor,
     if tokens.is_cuda:
         return triton_tree_accept(tokens, parents, target)
     return reference_tree_accept(tokens, parents, target)
+
+
+def reference_tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torch.Tensor,
+                          drafted: torch.Tensor, branching: torch.Tensor, counts: torch.Tensor,
+                          vocab: int) -> torch.Tensor:
+    """Torch reference of `tree_settle` (any device)."""
+    from turnspec.engine.spec.tree import linearized
+
+    b, n = tokens.shape
+    path, length = reference_tree_accept(tokens, parents, target)
+    path, length = path.to(tokens.device), length.to(tokens.device)
+    order, block = linearized(path, length, tokens, target, vocab)
+    ident = torch.arange(n, device=tokens.device).expand(b, n)
+    order = torch.where(branching.unsqueeze(1), order, ident)
+    left = (block[:, 1:] != drafted) & (ident[:, 1:] <= length.unsqueeze(1))
+    counts += (left.any(1) & branching).sum()
+    tokens.copy_(torch.where(branching.unsqueeze(1), block, tokens))
+    return (order + torch.arange(b, device=tokens.device).unsqueeze(1) * n).reshape(-1)
+
+
+@triton.jit
+def _tree_settle_kernel(tok_ptr, par_ptr, tgt_ptr, draft_ptr, branch_ptr, flat_ptr, count_ptr,
+                        vocab, N: tl.constexpr, BLOCK: tl.constexpr):
+    """One program per row: the accept walk, then each node's place in path order (the path
+    first, the other nodes after it in node order), the block rewritten in that order with a
+    token the target did not choose after the path's end, and whether the path left the
+    drafter's own block."""
+    row = tl.program_id(0)
+    idx = tl.arange(0, BLOCK)
+    live = idx < N
+    toks = tl.load(tok_ptr + row * N + idx, mask=live, other=-1)
+    pars = tl.load(par_ptr + row * N + idx, mask=live, other=-2)
+    inpath = idx == 0
+    pos = tl.where(idx == 0, 0, -1)
+    at = 0
+    end = 0
+    depth = 0
+    for _ in range(N - 1):
+        want = tl.load(tgt_ptr + row * N + tl.maximum(at, 0))
+        hit = live & (idx > 0) & (pars == at) & (toks == want)
+        nxt = tl.min(tl.where(hit, idx, BLOCK), axis=0)
+        found = nxt < BLOCK
+        depth = tl.where(found, depth + 1, depth)
+        step = (idx == nxt) & found
+        inpath = inpath | step
+        pos = tl.where(step, depth, pos)
+        end = tl.where(found, nxt, end)
+        at = tl.where(found, nxt, -3)
+    inpath = inpath != 0
+    rest = live & (inpath == 0)
+    pos = tl.where(inpath, pos, depth + tl.cumsum(rest.to(tl.int32), axis=0))
+    stop = (tl.load(tgt_ptr + row * N + end) + 1) % vocab
+    block = tl.where(pos == depth + 1, stop, toks)
+    drafts = tl.load(draft_ptr + row * (N - 1) + pos - 1, mask=inpath & (pos >= 1), other=-1)
+    left = tl.sum((inpath & (pos >= 1) & (toks != drafts)).to(tl.int32), axis=0) > 0
+    branch = tl.load(branch_ptr + row + idx * 0, mask=live, other=0) != 0  # the row's, per lane
+    tl.store(tok_ptr + row * N + pos, block, mask=live & branch)
+    tl.store(flat_ptr + row * N + tl.where(branch, pos, idx), row * N + idx, mask=live)
+    tl.atomic_add(count_ptr, (left & (tl.max(branch.to(tl.int32), axis=0) > 0)).to(tl.int64))
+
+
+def triton_tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torch.Tensor,
+                       drafted: torch.Tensor, branching: torch.Tensor, counts: torch.Tensor,
+                       vocab: int) -> torch.Tensor:
+    """The Triton path (CUDA, or the CPU under TRITON_INTERPRET=1)."""
+    b, n = tokens.shape
+    flat = torch.empty(b * n, dtype=torch.int64, device=tokens.device)
+    if b:
+        _tree_settle_kernel[(b,)](tokens, parents.contiguous(), target.contiguous(),
+                                  drafted.contiguous(), branching.to(torch.int32), flat, counts,
+                                  vocab, N=n, BLOCK=max(16, triton.next_power_of_2(n)))
+    return flat
+
+
+def tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torch.Tensor,
+                drafted: torch.Tensor, branching: torch.Tensor, counts: torch.Tensor,
+                vocab: int) -> torch.Tensor:
+    """A verified step of trees in path order, for a linear accept (engine/spec/tree.py
+    `linearized`, per row): rewrites each branching row of `tokens` [b, N] (contiguous, in
+    place) to its linear block, adds to `counts` [1] the branching rows whose accepted path is
+    not the drafter's own `drafted` [b, N-1], and returns the flat gather index [b * N] that
+    puts the verify's per-node rows (logits, hidden states, KV slots) in that order (the
+    identity for a row that does not branch). Triton on CUDA, the torch reference elsewhere."""
+    _check(tokens, parents, target)
+    impl = triton_tree_settle if tokens.is_cuda else reference_tree_settle
+    return impl(tokens, parents, target, drafted, branching, counts, vocab)

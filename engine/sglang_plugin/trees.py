@@ -36,9 +36,8 @@ import torch
 
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
-from turnspec.engine.spec.tree import linearized
 from turnspec.kernels.plan_lookup import choose
-from turnspec.kernels.tree_accept import tree_accept
+from turnspec.kernels.tree_accept import tree_settle
 from turnspec.kernels.tree_mask import ancestors_of, tree_mask, triton_tree_mask_of_parents
 from turnspec.kernels.tree_plan import tree_plan
 
@@ -123,25 +122,21 @@ def full_layout(buffer: Any) -> bool:
 
 
 def settle(tree: Tree, logits_output: Any, out_cache_loc: torch.Tensor, kv_pool: Any) -> None:
-    """Step 3: the verify's outputs and the path's KV in path order, the block rewritten."""
+    """Step 3: the verify's outputs and the path's KV in path order, the block rewritten
+    (kernels/tree_accept.py `tree_settle`, one launch besides the gathers)."""
     bs, n = tree.tokens.shape
     logits = logits_output.next_token_logits[: bs * n]
     target = logits.argmax(dim=-1).view(bs, n)
-    path, length = tree_accept(tree.tokens, tree.parents, target)
-    order, block = linearized(path, length, tree.tokens, target, logits.shape[-1])
-    ident = torch.arange(n, device=order.device).expand(bs, n)
-    order = torch.where(tree.branching.unsqueeze(1), order, ident)
-    flat = (order + torch.arange(bs, device=order.device).unsqueeze(1) * n).reshape(-1)
+    drafted = tree.drafted if tree.drafted is not None else tree.tokens[:, 1:]
+    counts = STATE.device_counts(target.device)[3:]
+    flat = tree_settle(tree.tokens, tree.parents, target, drafted, tree.branching, counts,
+                       logits.shape[-1])
     logits.copy_(logits.index_select(0, flat))
     if logits_output.hidden_states is not None:
         hidden = logits_output.hidden_states[: bs * n]
         hidden.copy_(hidden.index_select(0, flat))
-    if tree.drafted is not None:  # rows whose commits are not the drafter's block: a branch paid
-        left = (block[:, 1:] != tree.drafted) & (ident[:, 1:] <= length.unsqueeze(1))
-        STATE.device_counts(block.device)[3] += (left.any(1) & tree.branching).sum()
-    tree.tokens.copy_(torch.where(tree.branching.unsqueeze(1), block, tree.tokens))
-    loc = out_cache_loc[: bs * n].view(bs, n)
-    kv_pool.move_kv_cache(loc.reshape(-1), loc.gather(1, order).reshape(-1))
+    loc = out_cache_loc[: bs * n]
+    kv_pool.move_kv_cache(loc, loc.index_select(0, flat))
     tree.settled = True
 
 
@@ -172,4 +167,5 @@ def warm(nodes: int, device: torch.device | str) -> None:
         triton_tree_mask_of_parents(parents, lens, torch.empty(nodes * (1 + nodes), dtype=torch.uint8,
                                                                device=device))
     tree_mask(ancestors_of(parents), lens)
-    tree_accept(tokens, parents, tokens)
+    tree_settle(tokens, parents, tokens, blocks[:, 1:], ok, torch.zeros(1, dtype=torch.int64,
+                                                                    device=device), 2)

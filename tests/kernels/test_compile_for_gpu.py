@@ -36,6 +36,9 @@ CASES += [(tree_mask._tree_mask_kernel, {"anc_ptr": anc, "lens_ptr": "*i64", "of
            {"N": 16, "BLOCK": 16, "FROM_PARENTS": fp}) for anc, fp in (("*u8", False), ("*i64", True))]
 CASES += [(tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
            "path_ptr", "len_ptr")}, {"N": 16, "BLOCK": 16}),
+          (tree_accept._tree_settle_kernel, {**{n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
+           "draft_ptr", "flat_ptr", "count_ptr")}, "branch_ptr": "*i32", "vocab": "i32"},
+           {"N": 16, "BLOCK": 16}),
           (tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i64",
            "lp_ptr": "*fp32", "cont_ptr": "*i64", "unr_ptr": "*fp32", "ok_ptr": "*i32",
            "lanes_ptr": "*i32", "tok_ptr": "*i64", "par_ptr": "*i64", "dep_ptr": "*i64",
@@ -55,4 +58,4 @@ def test_the_plugin_kernels_compile_for_sm90() -> None:
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("compiled") == 15
+    assert done.stdout.count("compiled") == 16

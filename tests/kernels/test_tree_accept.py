@@ -48,3 +48,30 @@ def test_shapes_and_dtypes_are_checked() -> None:
         tree_accept(t, t[:, :3], t)
     with pytest.raises(ValueError, match="expected int64"):
         tree_accept(t, t, t.to(torch.int32))
+
+
+@pytest.mark.parametrize(("rows", "nodes", "seed"), [(4, 16, 11), (3, 9, 12), (5, 16, 13)])
+def test_settle_kernel_puts_the_step_in_path_order_as_the_reference(rows: int, nodes: int,
+                                                                    seed: int) -> None:
+    """One launch for the accept, the path order, the rewritten block and the counter: the
+    same as the reference (the accept reference, then tree.linearized), for branching rows and
+    rows left as they are."""
+    from turnspec.kernels.tree_accept import reference_tree_settle, triton_tree_settle
+
+    rng = random.Random(seed)
+    _, tokens, parents, target = random_rows(seed, rows, nodes)
+    drafted = torch.tensor([[rng.randrange(3) for _ in range(nodes - 1)] for _ in range(rows)])
+    drafted[0] = tokens[0, 1:]  # a row whose tokens are the drafter's own
+    branching = torch.tensor([rng.random() < 0.7 for _ in range(rows)])
+    out = {}
+    for name, fn in (("torch", reference_tree_settle), ("kernel", triton_tree_settle)):
+        tok, counts = tokens.clone(), torch.zeros(1, dtype=torch.int64)
+        flat = fn(tok, parents, target, drafted, branching, counts, 3)
+        out[name] = (tok.tolist(), flat.tolist(), counts.tolist())
+    assert out["kernel"] == out["torch"]
+    tok, flat, _ = out["torch"]
+    for r in range(rows):
+        here = flat[r * nodes : (r + 1) * nodes]
+        assert sorted(here) == list(range(r * nodes, (r + 1) * nodes))  # a permutation of the row
+        if not branching[r]:
+            assert here == list(range(r * nodes, (r + 1) * nodes)) and tok[r] == tokens[r].tolist()

@@ -97,12 +97,32 @@ def tree_accept(tokens: torch.Tensor, parents: torch.Tensor,
     return reference_tree_accept(tokens, parents, target)
 
 
+def linearized(path: torch.Tensor, length: torch.Tensor, tokens: torch.Tensor,
+               target: torch.Tensor, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A verified tree as the linear block a chain verifier would have accepted it from, on the
+    device: `order` [b, N] (each row's accepted path first, then its other nodes in node order)
+    permutes the verify's per-node outputs (logits, hidden states) into path order, and `block`
+    [b, N] is what a linear accept then reads: the anchor, the path's tokens, then a token the
+    target did not choose after the path's end, so exactly `length` drafts are accepted and the
+    bonus is the target's choice there. path/length: kernels/tree_accept.py's; tokens/target
+    [b, N] int64 as there."""
+    b, n = tokens.shape
+    nodes = torch.arange(n, device=tokens.device).expand(b, n)
+    key = torch.cat([n + nodes, torch.zeros((b, 1), dtype=nodes.dtype, device=nodes.device)], 1)
+    where = torch.where(path >= 0, path, n)            # padding goes to a spare column
+    key.scatter_(1, where, nodes.clone())              # a path node's key: its place on the path
+    order = key[:, :n].argsort(dim=1)
+    block = tokens.gather(1, order)
+    end = path.gather(1, length.unsqueeze(1))          # [b, 1] the path's last node
+    stop = (target.gather(1, end) + 1) % vocab         # [b, 1] not the target's choice there
+    block = torch.where(nodes == length.unsqueeze(1) + 1, stop, block)
+    return order, block
+
+
 def reference_tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torch.Tensor,
                           drafted: torch.Tensor, branching: torch.Tensor, counts: torch.Tensor,
                           vocab: int) -> torch.Tensor:
     """Torch reference of `tree_settle` (any device)."""
-    from turnspec.engine.spec.tree import linearized
-
     b, n = tokens.shape
     path, length = reference_tree_accept(tokens, parents, target)
     path, length = path.to(tokens.device), length.to(tokens.device)
@@ -172,8 +192,7 @@ def triton_tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torc
 def tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torch.Tensor,
                 drafted: torch.Tensor, branching: torch.Tensor, counts: torch.Tensor,
                 vocab: int) -> torch.Tensor:
-    """A verified step of trees in path order, for a linear accept (engine/spec/tree.py
-    `linearized`, per row): rewrites each branching row of `tokens` [b, N] (contiguous, in
+    """A verified step of trees in path order, for a linear accept (`linearized`, per row): rewrites each branching row of `tokens` [b, N] (contiguous, in
     place) to its linear block, adds to `counts` [1] the branching rows whose accepted path is
     not the drafter's own `drafted` [b, N-1], and returns the flat gather index [b * N] that
     puts the verify's per-node rows (logits, hidden states, KV slots) in that order (the

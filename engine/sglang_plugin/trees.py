@@ -14,7 +14,7 @@ A step, all on the device (the host never waits):
    node's position (prefix + depth).
 3. `settle` (right after the target's verify pass, before DFLASH's accept): the target's choice
    after each node, the accepted path (kernels/tree_accept.py), and the verify put in path
-   order (engine/spec/tree.py `linearized`): logits and hidden states permuted, the block
+   order (kernels/tree_accept.py `linearized`): logits and hidden states permuted, the block
    rewritten so that DFLASH's linear accept takes exactly the path and the target's bonus
    after it, and the path's KV moved into the slots of positions prefix + 0.. (SGLang's
    `move_kv_cache`). DFLASH then commits, and writes the drafter's context from the permuted

@@ -191,25 +191,3 @@ def accepted_path(tree: TokenTree, target: Sequence[int]) -> list[int]:
         if nxt is None:
             return path
         path.append(nxt)
-
-
-def linearized(path: torch.Tensor, length: torch.Tensor, tokens: torch.Tensor,
-               target: torch.Tensor, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A verified tree as the linear block a chain verifier would have accepted it from, on the
-    device: `order` [b, N] (each row's accepted path first, then its other nodes in node order)
-    permutes the verify's per-node outputs (logits, hidden states) into path order, and `block`
-    [b, N] is what a linear accept then reads: the anchor, the path's tokens, then a token the
-    target did not choose after the path's end, so exactly `length` drafts are accepted and the
-    bonus is the target's choice there. path/length: kernels/tree_accept.py's; tokens/target
-    [b, N] int64 as there."""
-    b, n = tokens.shape
-    nodes = torch.arange(n, device=tokens.device).expand(b, n)
-    key = torch.cat([n + nodes, torch.zeros((b, 1), dtype=nodes.dtype, device=nodes.device)], 1)
-    where = torch.where(path >= 0, path, n)            # padding goes to a spare column
-    key.scatter_(1, where, nodes.clone())              # a path node's key: its place on the path
-    order = key[:, :n].argsort(dim=1)
-    block = tokens.gather(1, order)
-    end = path.gather(1, length.unsqueeze(1))          # [b, 1] the path's last node
-    stop = (target.gather(1, end) + 1) % vocab         # [b, 1] not the target's choice there
-    block = torch.where(nodes == length.unsqueeze(1) + 1, stop, block)
-    return order, block

@@ -54,7 +54,7 @@ def test_shapes_and_dtypes_are_checked() -> None:
 def test_settle_kernel_puts_the_step_in_path_order_as_the_reference(rows: int, nodes: int,
                                                                     seed: int) -> None:
     """One launch for the accept, the path order, the rewritten block and the counter: the
-    same as the reference (the accept reference, then tree.linearized), for branching rows and
+    same as the reference (the accept reference, then `linearized`), for branching rows and
     rows left as they are."""
     from turnspec.kernels.tree_accept import reference_tree_settle, triton_tree_settle
 

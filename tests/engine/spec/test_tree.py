@@ -15,9 +15,9 @@ from turnspec.engine.spec.tree import (
     batch_trees,
     best_first,
     build_tree,
-    linearized,
     padded,
 )
+from turnspec.kernels.tree_accept import linearized
 
 
 def test_shared_prefixes_are_one_node_and_the_budget_cuts_the_last_blocks() -> None:

@@ -12,6 +12,8 @@ import torch
 from turnspec.engine.spec.tree import accepted_path, build_tree, padded
 from turnspec.kernels.tree_accept import reference_tree_accept, tree_accept, triton_tree_accept
 
+DEV = "cuda" if torch.cuda.is_available() else "cpu"  # the settle kernel there, else interpreted
+
 
 def random_rows(seed: int, rows: int, nodes: int) -> tuple[list, torch.Tensor, torch.Tensor, torch.Tensor]:
     rng = random.Random(seed)
@@ -64,9 +66,11 @@ def test_settle_kernel_puts_the_step_in_path_order_as_the_reference(rows: int, n
     drafted[0] = tokens[0, 1:]  # a row whose tokens are the drafter's own
     branching = torch.tensor([rng.random() < 0.7 for _ in range(rows)])
     out = {}
-    for name, fn in (("torch", reference_tree_settle), ("kernel", triton_tree_settle)):
-        tok, counts = tokens.clone(), torch.zeros(1, dtype=torch.int64)
-        flat = fn(tok, parents, target, drafted, branching, counts, 3)
+    for name, fn, dev in (("torch", reference_tree_settle, "cpu"),
+                          ("kernel", triton_tree_settle, DEV)):
+        tok, counts = tokens.clone().to(dev), torch.zeros(1, dtype=torch.int64, device=dev)
+        flat = fn(tok, parents.to(dev), target.to(dev), drafted.to(dev), branching.to(dev),
+                  counts, 3)
         out[name] = (tok.tolist(), flat.tolist(), counts.tolist())
     assert out["kernel"] == out["torch"]
     tok, flat, _ = out["torch"]

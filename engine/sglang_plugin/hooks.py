@@ -130,7 +130,7 @@ def before_prepare_for_verify(verify, *args, **kwargs):
             return None
         step = STATE.step
         tree = step.tree if step is not None and step.tree is not None else trees.chain(blocks)
-        trees.attach(tree, verify, batch, worker.model_runner.attn_backend)
+        trees.attach(tree, verify, batch, trees.verify_backend(worker.model_runner))
     return None
 
 
@@ -230,15 +230,6 @@ def guard_worker(original, *args, **kwargs):
             raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
                                f"{worker.device}: {e}; expected them to compile there (or "
                                "TURNSPEC_SGLANG_PLAN_AT=verify: the plan on the host)") from e
-    if STATE.config.mode == "trees":
-        backend = args[0].target_worker.model_runner.attn_backend
-        buffer = getattr(backend, "verify_mask", None)
-        graphs = not getattr(server_args, "disable_cuda_graph", False)
-        if (buffer is None and graphs) or (buffer is not None and not trees.full_layout(buffer)):
-            got = "none" if buffer is None else f"{buffer.mode} {buffer.buffer.dtype}"
-            raise RuntimeError(f"turnspec sglang plugin: the target's verify-mask buffer is "
-                               f"{got}; expected FULL_MASK uint8 (the triton backend's, which its "
-                               "CUDA graphs read), or TURNSPEC_SGLANG_SPEC=lookup")
     return out
 
 

@@ -115,6 +115,24 @@ def attach(tree: Tree, verify: Any, batch: Any, attn_backend: Any) -> None:
     tree.attached = True
 
 
+def verify_backend(model_runner: Any) -> Any:
+    """The attention backend the target's verify runs on: its CUDA graphs' where they are
+    captured (they must read a FULL_MASK uint8 buffer, else a tree would verify under a causal
+    mask: refused on the first verify, the backends being built after the DFLASH worker),
+    else the model runner's."""
+    runner = getattr(model_runner, "decode_cuda_graph_runner", None)
+    backend = getattr(runner, "attn_backend", None) or model_runner.attn_backend
+    if runner is not None and not STATE.mask_checked:
+        buffer = getattr(backend, "verify_mask", None)
+        if buffer is None or not full_layout(buffer):
+            got = "none" if buffer is None else f"{buffer.mode} {buffer.buffer.dtype}"
+            raise RuntimeError(f"turnspec sglang plugin: the target's verify CUDA graphs read the "
+                               f"mask buffer {got}; expected FULL_MASK uint8 (the triton "
+                               "backend's), or TURNSPEC_SGLANG_SPEC=lookup")
+        STATE.mask_checked = True
+    return backend
+
+
 def full_layout(buffer: Any) -> bool:
     """The backend's verify-mask buffer holds every row's [N, prefix + N] mask, in uint8 (the
     layout kernels/tree_mask.py writes)."""

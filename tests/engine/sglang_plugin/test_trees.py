@@ -104,7 +104,8 @@ def test_a_tree_step_commits_the_longest_true_prefix_and_moves_its_kv(seed: int)
                                          positions=positions, custom_mask=None)
                 vbatch = SimpleNamespace(seq_lens=prefix, seq_lens_sum=None,
                                          forward_mode=SimpleNamespace(is_idle=lambda: False))
-                target_worker = SimpleNamespace(model_runner=SimpleNamespace(attn_backend=None))
+                target_worker = SimpleNamespace(model_runner=SimpleNamespace(
+                    attn_backend=None, decode_cuda_graph_runner=None))
                 hooks.before_prepare_for_verify(verify, vbatch, target_worker)
                 tree = STATE.step.tree
                 seen["tree"] = trees.Tree(tree.tokens.clone(), tree.parents.clone(),
@@ -173,3 +174,26 @@ def test_trees_refuse_what_they_cannot_serve() -> None:
     assert any("attention_backend='fa3'" in b for b in bad) and any("page_size=16" in b for b in bad)
     with pytest.raises(ValueError, match="trees plans on the GPU"):
         PluginConfig(mode="trees", plan_at="verify")
+
+
+def test_the_verify_graphs_must_read_a_full_uint8_mask() -> None:
+    """Checked at the first verify (SGLang builds the target's backends after the DFLASH worker):
+    graphs whose backend has no FULL_MASK uint8 buffer would verify a tree under a causal mask."""
+    full = SimpleNamespace(mode=SimpleNamespace(name="FULL_MASK"), buffer=torch.zeros(4, dtype=torch.uint8))
+    qlen = SimpleNamespace(mode=SimpleNamespace(name="QLEN_ONLY"), buffer=torch.zeros(4, dtype=torch.uint8))
+    try:
+        for bad in (None, qlen):
+            STATE.mask_checked = False
+            backend = SimpleNamespace(verify_mask=bad)
+            runner = SimpleNamespace(decode_cuda_graph_runner=SimpleNamespace(attn_backend=backend),
+                                     attn_backend=backend)
+            with pytest.raises(RuntimeError, match="expected FULL_MASK uint8"):
+                trees.verify_backend(runner)
+        good = SimpleNamespace(verify_mask=full)
+        runner = SimpleNamespace(decode_cuda_graph_runner=SimpleNamespace(attn_backend=good),
+                                 attn_backend=None)
+        assert trees.verify_backend(runner) is good and STATE.mask_checked
+        eager = SimpleNamespace(decode_cuda_graph_runner=None, attn_backend="eager")
+        assert trees.verify_backend(eager) == "eager"          # no graphs: the runner's own
+    finally:
+        STATE.mask_checked = False

@@ -53,6 +53,16 @@ def reference_tree_accept(tokens: torch.Tensor, parents: torch.Tensor,
 
 
 @triton.jit
+def _child(tgt_ptr, row, at, idx, live, pars, toks, N: tl.constexpr, BLOCK: tl.constexpr):
+    """The first child of node `at` holding the target's choice after it, and whether one does
+    (the walk's step, shared by both kernels)."""
+    want = tl.load(tgt_ptr + row * N + tl.maximum(at, 0))
+    hit = live & (idx > 0) & (pars == at) & (toks == want)
+    nxt = tl.min(tl.where(hit, idx, BLOCK), axis=0)
+    return nxt, nxt < BLOCK
+
+
+@triton.jit
 def _tree_accept_kernel(tok_ptr, par_ptr, tgt_ptr, path_ptr, len_ptr,
                         N: tl.constexpr, BLOCK: tl.constexpr):
     """One program per row: the tree fits one block of lanes; each step finds the first child
@@ -66,10 +76,7 @@ def _tree_accept_kernel(tok_ptr, par_ptr, tgt_ptr, path_ptr, len_ptr,
     at = 0
     depth = 0
     for _ in range(N - 1):
-        want = tl.load(tgt_ptr + row * N + tl.maximum(at, 0))
-        hit = live & (idx > 0) & (pars == at) & (toks == want)
-        nxt = tl.min(tl.where(hit, idx, BLOCK), axis=0)
-        found = nxt < BLOCK
+        nxt, found = _child(tgt_ptr, row, at, idx, live, pars, toks, N, BLOCK)
         depth = tl.where(found, depth + 1, depth)
         tl.store(path_ptr + row * N + depth, nxt.to(tl.int64), mask=found)
         at = tl.where(found, nxt, -3)  # once lost, no node has parent -3: the walk stays stopped
@@ -153,10 +160,7 @@ def _tree_settle_kernel(tok_ptr, par_ptr, tgt_ptr, draft_ptr, branch_ptr, flat_p
     end = 0
     depth = 0
     for _ in range(N - 1):
-        want = tl.load(tgt_ptr + row * N + tl.maximum(at, 0))
-        hit = live & (idx > 0) & (pars == at) & (toks == want)
-        nxt = tl.min(tl.where(hit, idx, BLOCK), axis=0)
-        found = nxt < BLOCK
+        nxt, found = _child(tgt_ptr, row, at, idx, live, pars, toks, N, BLOCK)
         depth = tl.where(found, depth + 1, depth)
         step = (idx == nxt) & found
         inpath = inpath | step

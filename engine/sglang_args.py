@@ -28,7 +28,9 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                    help="turnspec's speculator inside SGLang's DFLASH worker (the plugin, "
                         "engine/sglang_plugin/): lookup = each greedy row verifies the block "
                         "turnspec's planner picks, the drafter's or its prompt-lookup "
-                        "continuation; off = stock DFLASH (default: %(default)s)")
+                        "continuation; trees = a token tree of the most likely of those and "
+                        "the drafter's next guesses, in the same verify (attention backend "
+                        "triton, planned on the GPU); off = stock DFLASH (default: %(default)s)")
     g.add_argument("--sglang-spec-plan-at", choices=PLAN_POINTS, default="device",
                    help="where the plugin plans: device = the lookup and the rule on the GPU, "
                         "over each request's tokens kept there, so the host never waits; "

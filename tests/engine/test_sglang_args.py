@@ -54,3 +54,9 @@ def test_the_plugin_flags(smollm2_dir: Path) -> None:
     assert sglang_config_from_args(_args("--model", str(smollm2_dir))).plugin.plan_at == "device"
     with pytest.raises(SystemExit):
         _args("--sglang-spec-plan-at", "later")
+    trees = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
+                                          "--sglang-spec", "trees"))
+    assert trees.plugin.mode == "trees" and trees.plugin.to_env()["TURNSPEC_SGLANG_SPEC"] == "trees"
+    with pytest.raises(ValueError, match="trees plans on the GPU"):
+        sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
+                                      "--sglang-spec", "trees", "--sglang-spec-plan-at", "verify"))

@@ -197,3 +197,46 @@ def test_the_verify_graphs_must_read_a_full_uint8_mask() -> None:
         assert trees.verify_backend(eager) == "eager"          # no graphs: the runner's own
     finally:
         STATE.mask_checked = False
+
+
+def test_grammar_rows_verify_a_chain_beside_branching_rows() -> None:
+    """In a batch with a grammar the plan runs where DFLASH copies the blocks for its grammar
+    walk (`GrammarTree.from_linear_chain`): a row under a grammar verifies a chain, so the walk's
+    masks follow what is verified; the greedy row beside it branches."""
+    rng = random.Random(9)
+    STATE.configure(PluginConfig(mode="trees"))
+    STATE.history, STATE.device_stats, STATE.overlap = None, None, False
+    greedy = SimpleNamespace(top_k=1, temperature=0.0, frequency_penalty=0.0,
+                             presence_penalty=0.0, repetition_penalty=1.0)
+    reqs = [SimpleNamespace(rid=f"g{i}", req_pool_idx=i, grammar=grammar, sampling_params=greedy,
+                            origin_input_ids=[rng.randrange(V) for _ in range(20)],
+                            output_ids=array("q", [1])) for i, grammar in enumerate([object(), None])]
+    hooks.around_forward(lambda w, b: SimpleNamespace(next_token_ids=torch.zeros(2, dtype=torch.int64),
+                                                      accept_lens=None, speculative_num_draft_tokens=None),
+                         object(), batch_of(reqs, extend=True, cap=64))
+    n = W + 1
+    blocks = torch.randint(0, V, (2, n))
+    blocks[:, 0] = 1
+    top = torch.stack([torch.stack([torch.tensor([int(blocks[i, 1 + d]), *rng.sample(
+        [t for t in range(V) if t != int(blocks[i, 1 + d])], 2)]) for d in range(W)])
+        for i in range(2)]).view(2 * W, 3)
+    lp = torch.tensor([[math.log(0.4), math.log(0.35), math.log(0.2)]] * (2 * W))
+    worker = SimpleNamespace(_draft_sampler=SimpleNamespace(top_ids=top, top_lp=lp))
+    seen = {}
+
+    def step(worker, batch):
+        hooks.around_grammar_chain(lambda cls, ids: "walk", object, blocks)
+        seen["tree"] = STATE.step.tree
+        return SimpleNamespace(next_token_ids=torch.zeros(2 * n, dtype=torch.int64),
+                               accept_lens=torch.ones(2, dtype=torch.int64),
+                               speculative_num_draft_tokens=n)
+
+    try:
+        hooks.around_forward(step, worker, batch_of(reqs, extend=False, cap=64))
+        tree = seen["tree"]
+        assert tree.branching.tolist() == [False, True]
+        assert tree.parents[0].tolist() == list(range(-1, W))    # the grammar row: a chain
+        assert tree.parents[1].tolist() != list(range(-1, W))    # guesses this likely: branches
+    finally:
+        STATE.history, STATE.device_stats = None, None
+        STATE.configure(PluginConfig(mode="lookup"))

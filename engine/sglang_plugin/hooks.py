@@ -58,8 +58,8 @@ from turnspec.kernels.plan_lookup import warm
 
 def top_k() -> int:
     """Top tokens kept per draft position: the lookup rule reads the drafter's own; a tree also
-    its next two guesses (the offline walk: two guesses a position beat one, branch_lab.py)."""
-    return 3 if STATE.config.mode == "trees" else 1
+    its next guesses (trees.GUESSES)."""
+    return 1 + trees.GUESSES if STATE.config.mode == "trees" else 1
 
 
 def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from turnspec.engine.drafter.model import DFlashDrafter
-from turnspec.engine.sglang_plugin.trees import UNRANKED_PASS
+from turnspec.engine.sglang_plugin.trees import GUESSES, UNRANKED_PASS
 from turnspec.engine.spec.accept import furthest
 from turnspec.engine.spec.options import SpecOptions
 from turnspec.engine.spec.planner import RowInput, plan_step, takes_lookup
@@ -168,15 +168,15 @@ def family_blocks(turn: Turn, i: int, a: int, lookup: PromptLookup,
                   opts: SpecOptions) -> tuple[list[list[int]], list[list[float]]]:
     """The SGLang plugin's tree candidates at anchor index `i` (position `a`): the lookup block
     alone where the planner's rule takes it (then followed by the drafter's drafts, as the
-    plugin swaps it in), else tree.family over the drafter's block, two guesses a position
-    and the continuation the rule passed over (engine/sglang_plugin/trees.py)."""
+    plugin swaps it in), else tree.family over the drafter's block, trees.GUESSES guesses a
+    position and the continuation the rule passed over (engine/sglang_plugin/trees.py)."""
     d, width = turn.drafts[i], len(turn.drafts[i])
     cont = lookup.propose(turn.ids[: a + 1], width)
     if cont.tokens and takes_lookup(cont.tokens, d, width, turn.expected[i], opts.lookup_below,
                                     cont.match):
         return [list(cont.tokens) + list(d[len(cont.tokens):])], [[1.0] * width]
-    return family(d, turn.probs[i], [g[:2] for g in turn.guesses[i]],
-                  [q[:2] for q in turn.guess_probs[i]], cont.tokens, UNRANKED_PASS)
+    return family(d, turn.probs[i], [g[:GUESSES] for g in turn.guesses[i]],
+                  [q[:GUESSES] for q in turn.guess_probs[i]], cont.tokens, UNRANKED_PASS)
 
 
 def walk(turn: Turn, branches: int, plan: str, datastore: Proposer | None = None,
@@ -292,7 +292,7 @@ def main() -> None:
     s.add_argument("--nodes", default="", help="also verify one tree a step of each of these "
                    "node counts (with the anchor): the most likely nodes of the last --branches "
                    "and --plan's blocks (engine/spec/tree.py best_first), and of the SGLang "
-                   "plugin's candidates (tree.family; needs a dump with --guesses 2 or more)")
+                   "plugin's candidates (tree.family; needs a dump with --guesses 3 or more)")
     s.add_argument("--unranked", type=float, default=0.6, help="the probability a tree gives a "
                    "token the drafter does not rank (lookup, datastore)")
     s.add_argument("--json", type=Path, default=None)

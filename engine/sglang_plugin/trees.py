@@ -46,8 +46,8 @@ from turnspec.kernels.tree_plan import tree_plan
 # independent voice turns, trees there lost to the whole copied block, scripts/analysis/
 # branch_lab.py --nodes)
 UNRANKED_PASS = 0.5
-# the drafter's next guesses a position a tree may swap in (offline, 16 nodes: generic τ 2.79 /
-# 2.86 / 2.93 with one / two / three, voice 6.30 -> 6.33 from two to three)
+# the drafter's next guesses a position a tree may swap in (offline, 16 nodes, two -> three:
+# generic τ 2.86 -> 2.93, voice 6.30 -> 6.33; docs/dflash.md §7)
 GUESSES = 3
 
 

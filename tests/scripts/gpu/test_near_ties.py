@@ -65,3 +65,14 @@ def test_check_reads_a_run_folder(model, tmp_path: Path) -> None:
     found = near_ties.check(tmp_path, model)
     assert list(found) == ["stock"] and [r["id"] for r in found["stock"]] == [todo[0][1]]
     assert found["stock"][0]["at"] == 2 and found["stock"][0]["chosen"] == [3, 9]
+
+
+def test_beyond_names_the_misses_stock_does_not_share() -> None:
+    """On the H100 run's verdicts (committed): every miss of the device plan is one of stock's;
+    trees add two."""
+    found = json.loads((ROOT / "docs/gpu-runs/2026-12-06-trees/plugin-check/near-ties.json")
+                       .read_text())
+    assert near_ties.beyond(found, "device") == []
+    assert sorted(near_ties.beyond(found, "trees")) == ["indep-bank-italy_trip_notice:8",
+                                                        "indep-generic-060:2"]
+    assert near_ties.beyond(found, "stock") == []

@@ -136,6 +136,23 @@ def triton_tree_mask_of_parents(parents: torch.Tensor, seq_lens: torch.Tensor,
     return out
 
 
+def tree_mask_of_parents(parents: torch.Tensor, seq_lens: torch.Tensor,
+                         out: torch.Tensor | None = None) -> torch.Tensor:
+    """The flattened mask of the trees' parents [b, N] (-1 the root), into `out` if given: on
+    CUDA the one-launch kernel (no host sync with `out`; without it, a buffer of the exact size,
+    a sync), elsewhere the torch reference over `ancestors_of(parents)`."""
+    if parents.is_cuda:
+        if out is None:
+            out = torch.empty(mask_size(seq_lens, parents.shape[1]), dtype=torch.uint8,
+                              device=parents.device)
+        return triton_tree_mask_of_parents(parents, seq_lens, out)
+    mask = reference_tree_mask(ancestors_of(parents), seq_lens)
+    if out is None:
+        return mask
+    out[: mask.numel()] = mask
+    return out
+
+
 def tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor,
               out: torch.Tensor | None = None, checked: bool = True) -> torch.Tensor:
     """The flattened mask; Triton on CUDA, the torch reference elsewhere."""

@@ -148,9 +148,10 @@ def around_target_forward(original, *args, **kwargs):
 
 
 def around_mask_policy(original, attn_backend):
-    """With trees, DFLASH's target verify reads a custom mask, under CUDA graphs too."""
-    name, build = original(attn_backend)
-    return name, True if STATE.config.mode == "trees" else build
+    """DFLASH's target verify reads a custom mask, under CUDA graphs too (registered for trees
+    only)."""
+    name, _ = original(attn_backend)
+    return name, True
 
 
 def top_of(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -229,7 +230,8 @@ def guard_worker(original, *args, **kwargs):
         except Exception as e:
             raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
                                f"{worker.device}: {e}; expected them to compile there (or "
-                               "TURNSPEC_SGLANG_PLAN_AT=verify: the plan on the host)") from e
+                               "TURNSPEC_SGLANG_SPEC=lookup with TURNSPEC_SGLANG_PLAN_AT=verify: "
+                               "the plan on the host)") from e
     return out
 
 

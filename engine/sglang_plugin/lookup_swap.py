@@ -99,6 +99,13 @@ def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = Fals
         blocks[idx, 1:] = torch.tensor(new, dtype=blocks.dtype).to(blocks.device)
 
 
+def row_flags(ok: list[bool], grammar: list[bool], device: torch.device) -> torch.Tensor:
+    """[b, 2] int32 on `device` (may plan, under a grammar): the only host-to-device copy of a
+    device-planned step, pinned so it does not wait."""
+    return torch.tensor([[o, g] for o, g in zip(ok, grammar, strict=True)], dtype=torch.int32,
+                        pin_memory=device.type == "cuda").to(device, non_blocking=True)
+
+
 def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
     """`swap_blocks` without the host (plan_at "device"): each row's lookup continuation is
     found on the GPU over the tokens kept there (history.py) and the planner's rule picks
@@ -112,8 +119,7 @@ def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = F
         return
     STATE.stats["rows_planned"] += sum(ok)
     dev = blocks.device
-    flags = torch.tensor([[o, r.grammar is not None] for o, r in zip(ok, reqs, strict=True)],
-                         dtype=torch.int32, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
+    flags = row_flags(ok, [r.grammar is not None for r in reqs], dev)
     _, lp = drafter_top(step, bs, width)
     choose(hist.tokens, hist.lengths, step.batch.req_pool_indices, blocks,
          lp[..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],

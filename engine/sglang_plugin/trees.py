@@ -34,11 +34,12 @@ from typing import Any
 
 import torch
 
+from turnspec.engine.sglang_plugin.lookup_swap import row_flags
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import choose
 from turnspec.kernels.tree_accept import tree_settle
-from turnspec.kernels.tree_mask import ancestors_of, tree_mask, triton_tree_mask_of_parents
+from turnspec.kernels.tree_mask import tree_mask_of_parents
 from turnspec.kernels.tree_plan import tree_plan
 
 # the probability a tree gives a lookup token the drafter does not rank, on a row whose rule
@@ -81,16 +82,15 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
     drafted = blocks[:, 1:].clone()
     cont = torch.full((bs, width), -1, dtype=torch.int64, device=dev)
     take = torch.zeros(bs, dtype=torch.bool, device=dev)
+    flags = row_flags(ok, grammar, dev)
     if STATE.history is not None and any(ok):
-        flags = torch.tensor([[o, g] for o, g in zip(ok, grammar, strict=True)], dtype=torch.int32,
-                             pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
         choose(STATE.history.tokens, STATE.history.lengths, step.batch.req_pool_indices, blocks,
                top[1][..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
                below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
                tree=(cont, take))
-    may = torch.tensor([o and not g for o, g in zip(ok, grammar, strict=True)],
-                       dtype=torch.bool, pin_memory=dev.type == "cuda").to(dev, non_blocking=True)
-    branching = may & ~take  # a row that takes the lookup verifies it as a chain (step A)
+    # a row may branch if it may be planned and has no grammar, unless it takes the lookup: then
+    # it verifies that as a chain (step A)
+    branching = (flags[:, 0] != 0) & (flags[:, 1] == 0) & ~take
     unranked = torch.full((bs,), math.log(UNRANKED_PASS), device=dev)
     tokens, parents, depths = tree_plan(blocks, top[0][..., 1:], top[1], cont,
                                         unranked, branching)
@@ -106,13 +106,10 @@ def attach(tree: Tree, verify: Any, batch: Any, attn_backend: Any) -> None:
     copies it onto itself), else, for a batch too large for the graphs, into a buffer of its
     own size (a host sync, on a step that runs eagerly anyway)."""
     bs, n = tree.tokens.shape
-    seq_lens = batch.seq_lens.to(torch.int64)
     buffer = getattr(attn_backend, "verify_mask", None)
-    if tree.parents.is_cuda and buffer is not None and buffer.fits(bs) and full_layout(buffer):
-        mask = triton_tree_mask_of_parents(tree.parents, seq_lens, buffer.buffer)
-    else:
-        mask = tree_mask(ancestors_of(tree.parents), seq_lens)
-    verify.custom_mask = mask
+    fits = buffer is not None and buffer.fits(bs) and full_layout(buffer)
+    verify.custom_mask = tree_mask_of_parents(tree.parents, batch.seq_lens.to(torch.int64),
+                                              buffer.buffer if fits else None)
     first = verify.positions.view(bs, n)[:, :1]
     verify.positions = (first + tree.depths.to(first.dtype)).reshape(-1)
     tree.attached = True
@@ -183,10 +180,6 @@ def warm(nodes: int, device: torch.device | str) -> None:
     cont = torch.full((1, w), -1, dtype=torch.int64, device=device)
     ok = torch.ones(1, dtype=torch.bool, device=device)
     tokens, parents, _ = tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
-    lens = torch.ones(1, dtype=torch.int64, device=device)
-    if parents.is_cuda:
-        triton_tree_mask_of_parents(parents, lens, torch.empty(nodes * (1 + nodes), dtype=torch.uint8,
-                                                               device=device))
-    tree_mask(ancestors_of(parents), lens)
+    tree_mask_of_parents(parents, torch.ones(1, dtype=torch.int64, device=device))
     tree_settle(tokens, parents, tokens, blocks[:, 1:], ok, torch.zeros(1, dtype=torch.int64,
                                                                     device=device), 2)

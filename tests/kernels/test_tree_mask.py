@@ -16,6 +16,7 @@ from turnspec.kernels.tree_mask import (
     mask_size,
     reference_tree_mask,
     tree_mask,
+    tree_mask_of_parents,
     triton_tree_mask,
     triton_tree_mask_of_parents,
 )
@@ -110,3 +111,15 @@ def test_the_mask_from_parents_is_the_mask_of_their_ancestors(seed: int) -> None
     triton_tree_mask_of_parents(parents.to(dev), lens.to(dev), out)
     out = out.cpu()
     assert out[: want.numel()].tolist() == want.tolist() and out[want.numel():].tolist() == [7] * 5
+
+
+def test_the_dispatch_from_parents_is_the_reference_off_cuda() -> None:
+    """`tree_mask_of_parents` (what the plugin calls): on the CPU the reference of the parents'
+    ancestors, returned or written into `out`."""
+    parents = torch.tensor([padded(build_tree(0, [[1, 2], [1, 3], [4]], 8), 8, 0).parents])
+    lens = torch.tensor([5])
+    want = reference_tree_mask(ancestors_of(parents), lens)
+    assert tree_mask_of_parents(parents, lens).tolist() == want.tolist()
+    out = torch.full((want.numel() + 3,), 7, dtype=torch.uint8)
+    assert tree_mask_of_parents(parents, lens, out) is out
+    assert out[: want.numel()].tolist() == want.tolist() and out[want.numel():].tolist() == [7] * 3

@@ -34,13 +34,11 @@ import triton.language as tl
 TIE = 1e-9  # per depth: a child never ties its parent (values are float64)
 
 
-KINDS = {"chain": 0, "swap": 1, "lookup": 2}
-
-
 @cache
-def _layout(width: int, guesses: int, device: str) -> tuple[torch.Tensor, ...]:
-    """The swap candidates' fixed places: j, g, k and the parent's candidate index (the anchor
-    is candidate index C, one past the last)."""
+def _layout(width: int, guesses: int,
+            device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """The swap candidates' fixed places: j, g, k and the parent's candidate index, then C, the
+    count of all candidates (the anchor's candidate index, one past the last)."""
     js, gs, ks, parents = [], [], [], []
     total = width + guesses * width * (width + 1) // 2 + width
     for g in range(guesses):
@@ -52,7 +50,7 @@ def _layout(width: int, guesses: int, device: str) -> tuple[torch.Tensor, ...]:
                 gs.append(g)
                 ks.append(k)
     as_t = [torch.tensor(x, dtype=torch.int64, device=device) for x in (js, gs, ks, parents)]
-    return (*as_t, torch.tensor(total))
+    return (*as_t, total)
 
 
 def reference_tree_plan(blocks: torch.Tensor, guesses: torch.Tensor, lp: torch.Tensor,
@@ -62,8 +60,7 @@ def reference_tree_plan(blocks: torch.Tensor, guesses: torch.Tensor, lp: torch.T
     b, n = blocks.shape
     w, g = n - 1, guesses.shape[2]
     dev = blocks.device
-    js, gs, ks, sparent, total = _layout(w, g, str(dev))
-    c_total = int(total)
+    js, gs, ks, sparent, c_total = _layout(w, g, str(dev))
     drafts, lp = blocks[:, 1:], lp.double()
     pos = torch.arange(w, device=dev)
     cum = lp[..., 0].cumsum(1)                                         # S[k]: chain to depth k+1
@@ -116,8 +113,8 @@ def _lanes(width: int, guesses: int, device: str) -> torch.Tensor:
     """Every candidate's (kind, j, g, k, parent candidate) as [5, C] int32, in the reference's
     order: the chain, the swaps by (g, j, k), the lookup (its parents depend on where it leaves
     the block: the kernel sets the first's)."""
-    js, gs, ks, sparent, total = _layout(width, guesses, device)
-    t, w = int(total), width
+    js, gs, ks, sparent, t = _layout(width, guesses, device)
+    w = width
     pos = list(range(w))
     kind = [0] * w + [1] * len(js) + [2] * w
     j = pos + js.tolist() + pos

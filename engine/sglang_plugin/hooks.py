@@ -226,7 +226,9 @@ def guard_worker(original, *args, **kwargs):
             warm(int(worker.block_size) - 1, worker.device, agree=LOOKUP_AGREE,
                  match_min=LOOKUP_MATCH, tree=STATE.config.mode == "trees")
             if STATE.config.mode == "trees":
-                trees.warm(int(worker.block_size), worker.device)
+                runner = worker.model_runner  # the target's
+                trees.warm(int(worker.block_size), worker.device,
+                           int(runner.model_config.vocab_size), runner.token_to_kv_pool)
         except Exception as e:
             raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
                                f"{worker.device}: {e}; expected them to compile there (or "

@@ -171,8 +171,11 @@ def refusals(server_args: Any) -> list[str]:
     return bad
 
 
-def warm(nodes: int, device: torch.device | str) -> None:
-    """Run a step's tree kernels once on a tiny batch (Triton compiles on first use)."""
+def warm(nodes: int, device: torch.device | str, vocab: int, kv_pool: Any = None) -> None:
+    """Run a step's tree kernels once on a tiny batch, so that no request pays a compile: Triton
+    compiles on first use, per specialisation of its integer arguments (`vocab`: the target's).
+    SGLang's KV move (`settle`) compiles one variant per power of two of the slots it moves, up
+    to its chunk; each size a batch of trees reaches moves the pool's dummy slot 0 onto itself."""
     blocks = torch.zeros((1, nodes), dtype=torch.int64, device=device)
     w = nodes - 1
     top = torch.zeros((1, w, 1 + GUESSES), dtype=torch.int64, device=device)
@@ -182,4 +185,13 @@ def warm(nodes: int, device: torch.device | str) -> None:
     tokens, parents, _ = tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
     tree_mask_of_parents(parents, torch.ones(1, dtype=torch.int64, device=device))
     tree_settle(tokens, parents, tokens, blocks[:, 1:], ok, torch.zeros(1, dtype=torch.int64,
-                                                                    device=device), 2)
+                                                                    device=device), vocab)
+    if kv_pool is not None:
+        chunk = int((getattr(kv_pool, "_kv_copy_config", None) or {}).get("num_locs_upper", 256))
+        size = nodes
+        while True:
+            slot0 = torch.zeros(min(size, chunk), dtype=torch.int64, device=device)
+            kv_pool.move_kv_cache(slot0, slot0)
+            if size >= chunk:
+                break
+            size *= 2

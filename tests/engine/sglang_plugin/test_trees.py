@@ -176,6 +176,35 @@ def test_trees_refuse_what_they_cannot_serve() -> None:
         PluginConfig(mode="trees", plan_at="verify")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU forms of the kernels")
+def test_the_worker_start_compiles_every_kv_move_a_batch_of_trees_reaches() -> None:
+    """SGLang's KV move compiles a kernel per power of two of the slots it moves, up to its
+    chunk: the DFLASH worker's start moves the dummy slot 0 onto itself at each of those sizes
+    (no request pays a compile, no KV changes), after the trees' own kernels ran once."""
+    class Recorder(Pool):
+        _kv_copy_config = {"num_locs_upper": 128}
+
+        def move_kv_cache(self, tgt_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
+            moves.append((tgt_loc.tolist(), src_loc.tolist()))
+            super().move_kv_cache(tgt_loc, src_loc)
+
+    moves: list = []
+    pool = Recorder(4)
+    before = pool.k.clone()
+    runner = SimpleNamespace(model_config=SimpleNamespace(vocab_size=V), token_to_kv_pool=pool)
+    worker = SimpleNamespace(block_size=16, device="cpu", model_runner=runner)
+    args = SimpleNamespace(tp_size=1, speculative_draft_window_size=None, attention_backend="triton",
+                           page_size=1, disable_overlap_schedule=False)
+    STATE.configure(PluginConfig(mode="trees"))
+    try:
+        hooks.guard_worker(lambda *a, **k: None, worker, args)
+    finally:
+        STATE.configure(PluginConfig(mode="lookup"))
+    assert [len(t) for t, _ in moves] == [16, 32, 64, 128]
+    assert all(set(t) == set(s) == {0} for t, s in moves)
+    assert torch.equal(pool.k, before)
+
+
 def test_the_verify_graphs_must_read_a_full_uint8_mask() -> None:
     """Checked at the first verify (SGLang builds the target's backends after the DFLASH worker):
     graphs whose backend has no FULL_MASK uint8 buffer would verify a tree under a causal mask."""

@@ -15,6 +15,7 @@ SAMPLER = f"{DFLASH}._DflashDraftSampler"
 VERIFY_INPUT = "sglang.srt.speculative.dflash_info.DFlashVerifyInput"
 SCHEDULER = "sglang.srt.managers.scheduler.Scheduler"
 GRAMMAR_TREE = "sglang.srt.speculative.spec_utils.GrammarTree"
+GRAMMAR_MASK = "sglang.srt.constrained.base_grammar_backend.GrammarMask"
 TP_WORKER = "sglang.srt.managers.tp_worker.TpModelWorker"
 MASK_POLICY = "sglang.srt.speculative.dflash_utils.resolve_dflash_verify_mask_policy"
 
@@ -36,6 +37,9 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("self", "batch", "forward_batch", "pp_proxy_tensors", "is_verify",
          "skip_attn_backend_init"), ("capture_hidden_mode",)),
     MASK_POLICY: (("attn_backend",), ()),
+    f"{GRAMMAR_TREE}.from_device": (
+        ("retrieve_next_token", "retrieve_next_sibling", "draft_token"), ()),  # bound
+    f"{GRAMMAR_MASK}.apply": (("self", "logits"), ()),
     "sglang.srt.mem_cache.memory_pool.MHATokenToKVPool.move_kv_cache": (
         ("self", "tgt_loc", "src_loc"), ()),
 }

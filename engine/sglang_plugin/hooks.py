@@ -8,11 +8,14 @@ registry), in the order a decode step meets them:
     DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
     GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
                                              core picks each row's block (lookup_swap.py) before
-                                             DFLASH copies the blocks for its grammar walk
+                                             DFLASH copies the blocks for its grammar walk; with
+                                             trees, the walk follows the trees
     DFlashVerifyInput.prepare_for_verify     BEFORE: the same, in a batch without a grammar;
                                              with trees, the tree's mask and positions
     TpModelWorker.forward_batch_generation   AROUND: with trees, the verify put in the
                                              accepted path's order before DFLASH accepts
+    GrammarMask.apply                        AFTER: the same, in a batch with a grammar, once
+                                             the grammar has masked the trees' logits
     resolve_dflash_verify_mask_policy        AROUND: with trees, the target's verify CUDA
                                              graphs are captured reading a mask
     DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve;
@@ -36,6 +39,7 @@ import torch
 
 from turnspec.engine.sglang_plugin import trees
 from turnspec.engine.sglang_plugin.checks import (
+    GRAMMAR_MASK,
     GRAMMAR_TREE,
     MASK_POLICY,
     SAMPLER,
@@ -79,6 +83,12 @@ def around_forward(original, *args, **kwargs):
     STATE.step = StepContext(worker, batch)
     try:
         result = original(*args, **kwargs)
+        tree = STATE.step.tree
+        if tree is not None and tree.attached and not tree.settled:
+            raise RuntimeError("turnspec sglang plugin: a step verified trees that were never put "
+                               "in path order before DFLASH accepted; expected SGLang "
+                               f"{'to mask the grammar' if tree.grammar else 'to run the verify'} "
+                               "through the hooked calls (checks.py)")
     finally:
         STATE.step = None
     if result is None or not batch.reqs:
@@ -114,6 +124,10 @@ def around_grammar_chain(original, cls, verify_ids_2d):
     """DFLASH in a batch with a grammar: plan before the blocks are copied to the host, where
     the grammar's masks are built along them, so grammar rows are planned too."""
     plan_once(verify_ids_2d, grammar_ok=True)
+    step = STATE.step
+    if step is not None and step.tree is not None:  # trees: the walk follows them
+        step.tree.grammar = True
+        return cls.from_device(*trees.grammar_links(step.tree.parents), verify_ids_2d)
     return original(cls, verify_ids_2d)
 
 
@@ -142,9 +156,23 @@ def around_target_forward(original, *args, **kwargs):
     tree = step.tree if step is not None else None
     if kwargs.get("is_verify") and tree is not None and tree.attached and not tree.settled:
         worker, fb = args[0], arg(args, kwargs, 2, "forward_batch")
-        trees.settle(tree, out.logits_output, fb.out_cache_loc,
-                     worker.model_runner.token_to_kv_pool)
+        work = (out.logits_output, fb.out_cache_loc, worker.model_runner.token_to_kv_pool)
+        if tree.grammar:
+            tree.pending = work  # after the grammar's mask (after_grammar_mask)
+        else:
+            trees.settle(tree, *work)
     return out
+
+
+def after_grammar_mask(result, *args, **kwargs):
+    """DFLASH's grammar mask is on the verify's logits (in node order, as the walk followed the
+    trees): now the trees' settle, so the accepted path is the masked target's."""
+    step = STATE.step
+    tree = step.tree if step is not None else None
+    if tree is not None and tree.pending is not None and not tree.settled:
+        trees.settle(tree, *tree.pending)
+        tree.pending = None
+    return result
 
 
 def around_mask_policy(original, attn_backend):
@@ -264,3 +292,4 @@ def install(registry: Any, hook_type: Any) -> None:
         registry.register(f"{TP_WORKER}.forward_batch_generation", around_target_forward,
                           hook_type.AROUND)
         registry.register(MASK_POLICY, around_mask_policy, hook_type.AROUND)
+        registry.register(f"{GRAMMAR_MASK}.apply", after_grammar_mask, hook_type.AFTER)

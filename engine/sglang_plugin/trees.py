@@ -20,10 +20,17 @@ A step, all on the device (the host never waits):
    `move_kv_cache`). DFLASH then commits, and writes the drafter's context from the permuted
    hidden states at the right positions, as for a chain.
 
-Rows that do not branch (sampled, penalised, under a grammar, or taking the lookup) verify a
-chain (the drafter's block, or the lookup's where step A swaps it): the mask is causal for
-them and `settle` leaves them as they are. Lossless: every committed token is the target's choice after
+Rows that do not branch (sampled, penalised, or taking the lookup) verify a chain (the
+drafter's block, or the lookup's where step A swaps it): the mask is causal for them and
+`settle` leaves them as they are. Lossless: every committed token is the target's choice after
 a path it saw with exactly that path's attention.
+
+Rows under a grammar (tool calls) branch too. In a batch with a grammar DFLASH walks the
+grammar along the verified tokens on the host and masks the target's logits with it: SGLang's
+walk over a tree (`traverse_tree`, its EAGLE and NGRAM trees' own) is handed the trees'
+links (`grammar_links`), so every node's logits are masked by the grammar after its own path,
+and `settle` waits until that mask is applied (hooks.py): the accepted path is then the masked
+target's, and each committed token obeys the grammar.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ class Tree:
     drafted: torch.Tensor | None = None
     attached: bool = False
     settled: bool = False
+    grammar: bool = False  # the batch's grammar walk follows the trees: settle after its mask
+    pending: tuple | None = None  # settle's arguments while it waits for that mask
 
 
 def chain(blocks: torch.Tensor) -> Tree:
@@ -74,9 +83,9 @@ def chain(blocks: torch.Tensor) -> Tree:
 
 def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[bool],
          top: tuple[torch.Tensor, torch.Tensor]) -> None:
-    """Step 1 (module doc) into `blocks` [b, N]; `ok`: rows the plan may change, `grammar`: rows
-    under a grammar (they may take the lookup's chain, not a tree); `top`: the drafter's top
-    tokens and log-probabilities [b, N-1, K]."""
+    """Step 1 (module doc) into `blocks` [b, N]; `ok`: rows the plan may change (a row under a
+    grammar only where the grammar's walk is still to be built, from these trees), `grammar`:
+    rows under a grammar; `top`: the drafter's top tokens and log-probabilities [b, N-1, K]."""
     bs, width = blocks.shape[0], blocks.shape[1] - 1
     dev = blocks.device
     drafted = blocks[:, 1:].clone()
@@ -88,15 +97,29 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
                top[1][..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
                below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
                tree=(cont, take))
-    # a row may branch if it may be planned and has no grammar, unless it takes the lookup: then
-    # it verifies that as a chain (step A)
-    branching = (flags[:, 0] != 0) & (flags[:, 1] == 0) & ~take
+    # a row may branch if it may be planned, unless it takes the lookup: then it verifies that
+    # as a chain (step A)
+    branching = (flags[:, 0] != 0) & ~take
     unranked = torch.full((bs,), math.log(UNRANKED_PASS), device=dev)
     tokens, parents, depths = tree_plan(blocks, top[0][..., 1:], top[1], cont,
                                         unranked, branching)
     blocks.copy_(tokens)
     step.tree = Tree(blocks, parents, depths, branching, drafted)
-    STATE.stats["tree_rows"] += sum(o and not g for o, g in zip(ok, grammar, strict=True))
+    STATE.stats["tree_rows"] += sum(ok)
+
+
+def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The trees as SGLang's grammar walk reads a tree: each node's first child and next
+    sibling [b, N] int64 (-1 for none; children in node order), from parents [b, N] (-1 the
+    root). A chain's are SGLang's own linear links."""
+    b, n = parents.shape
+    idx = torch.arange(n, device=parents.device)
+    none = torch.tensor(n, device=parents.device)
+    child = parents.unsqueeze(1) == idx.view(1, n, 1)                  # [b, p, j]: p is j's parent
+    first = torch.where(child, idx, none).amin(dim=2)
+    later = (parents.unsqueeze(2) == parents.unsqueeze(1)) & (idx.view(1, 1, n) > idx.view(1, n, 1))
+    sibling = torch.where(later, idx, none).amin(dim=2)                # [b, j]: the next with j's parent
+    return first.masked_fill(first == n, -1), sibling.masked_fill(sibling == n, -1)
 
 
 def attach(tree: Tree, verify: Any, batch: Any, attn_backend: Any) -> None:

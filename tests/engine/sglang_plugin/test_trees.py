@@ -61,7 +61,7 @@ def longest(tree: trees.Tree, r: int, truth: list[int]) -> int:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_tree_step_commits_the_longest_true_prefix_and_moves_its_kv(seed: int) -> None:
-    rng = random.Random(seed)
+    rng, gen = random.Random(seed), torch.Generator().manual_seed(seed)
     STATE.configure(PluginConfig(mode="trees", lookup_below=3.0))
     STATE.history, STATE.device_stats, STATE.overlap = None, None, False
     STATE.stats.clear()
@@ -80,7 +80,7 @@ def test_a_tree_step_commits_the_longest_true_prefix_and_moves_its_kv(seed: int)
     n, pool, bs = W + 1, Pool(64), len(reqs)
     try:
         for _ in range(4):
-            blocks = torch.randint(0, V, (bs, n))
+            blocks = torch.randint(0, V, (bs, n), generator=gen)
             blocks[:, 0] = torch.tensor([r.output_ids[-1] for r in reqs])
             top = torch.stack([torch.stack([torch.tensor([int(blocks[i, 1 + d]),
                                *rng.sample([t for t in range(V) if t != int(blocks[i, 1 + d])], 2)])
@@ -228,11 +228,24 @@ def test_the_verify_graphs_must_read_a_full_uint8_mask() -> None:
         STATE.mask_checked = False
 
 
-def test_grammar_rows_verify_a_chain_beside_branching_rows() -> None:
+def parents_of_links(first: list[int], sibling: list[int]) -> list[int]:
+    """The parents a grammar walk over (first child, next sibling) links sees (-1 the root)."""
+    par = [-1] * len(first)
+    for p, child in enumerate(first):
+        while child != -1:
+            par[child] = p
+            child = sibling[child]
+    return par
+
+
+@pytest.mark.parametrize("mask_applied", [True, False])
+def test_grammar_rows_branch_and_settle_after_the_grammar_mask(mask_applied: bool) -> None:
     """In a batch with a grammar the plan runs where DFLASH copies the blocks for its grammar
-    walk (`GrammarTree.from_linear_chain`): a row under a grammar verifies a chain, so the walk's
-    masks follow what is verified; the greedy row beside it branches."""
-    rng = random.Random(9)
+    walk (`GrammarTree.from_linear_chain`): the row under a grammar branches beside the plain
+    one, the walk is handed the trees' links (so every node's logits get the grammar's mask
+    after its own path), and the verify goes in path order only once that mask is applied.
+    A step whose mask never came fails loudly instead of accepting in node order."""
+    rng, gen = random.Random(9), torch.Generator().manual_seed(9)
     STATE.configure(PluginConfig(mode="trees"))
     STATE.history, STATE.device_stats, STATE.overlap = None, None, False
     greedy = SimpleNamespace(top_k=1, temperature=0.0, frequency_penalty=0.0,
@@ -243,8 +256,8 @@ def test_grammar_rows_verify_a_chain_beside_branching_rows() -> None:
     hooks.around_forward(lambda w, b: SimpleNamespace(next_token_ids=torch.zeros(2, dtype=torch.int64),
                                                       accept_lens=None, speculative_num_draft_tokens=None),
                          object(), batch_of(reqs, extend=True, cap=64))
-    n = W + 1
-    blocks = torch.randint(0, V, (2, n))
+    n, pool = W + 1, Pool(64)
+    blocks = torch.randint(0, V, (2, n), generator=gen)
     blocks[:, 0] = 1
     top = torch.stack([torch.stack([torch.tensor([int(blocks[i, 1 + d]), *rng.sample(
         [t for t in range(V) if t != int(blocks[i, 1 + d])], 2)]) for d in range(W)])
@@ -253,19 +266,59 @@ def test_grammar_rows_verify_a_chain_beside_branching_rows() -> None:
     worker = SimpleNamespace(_draft_sampler=SimpleNamespace(top_ids=top, top_lp=lp))
     seen = {}
 
+    class Walk:  # SGLang's GrammarTree: what the grammar walk will follow
+        @classmethod
+        def from_device(cls, first, sibling, tokens):
+            seen["links"] = (first.tolist(), sibling.tolist(), tokens.clone())
+            return "walk"
+
     def step(worker, batch):
-        hooks.around_grammar_chain(lambda cls, ids: "walk", object, blocks)
-        seen["tree"] = STATE.step.tree
+        assert hooks.around_grammar_chain(lambda cls, ids: "chain", Walk, blocks) == "walk"
+        tree = seen["tree"] = STATE.step.tree
+        prefix = torch.tensor([20, 20])
+        verify = SimpleNamespace(draft_token=blocks.view(-1), draft_token_num=n, custom_mask=None,
+                                 positions=(prefix.unsqueeze(1) + torch.arange(n)).reshape(-1))
+        vbatch = SimpleNamespace(seq_lens=prefix, forward_mode=SimpleNamespace(is_idle=lambda: False))
+        target = SimpleNamespace(model_runner=SimpleNamespace(attn_backend=None,
+                                                              decode_cuda_graph_runner=None))
+        hooks.before_prepare_for_verify(verify, vbatch, target)
+        logits = torch.randn(2 * n, V, generator=gen)
+        out = SimpleNamespace(logits_output=SimpleNamespace(next_token_logits=logits,
+                                                            hidden_states=None))
+        tp = SimpleNamespace(model_runner=SimpleNamespace(token_to_kv_pool=pool))
+        loc = torch.arange(2 * n) + 8
+        hooks.around_target_forward(lambda *a, **k: out, tp, batch=None,
+                                    forward_batch=SimpleNamespace(out_cache_loc=loc), is_verify=True)
+        seen["settled_at_forward"] = tree.settled
+        if mask_applied:  # DFLASH masks the grammar (in node order), then accepts
+            hooks.after_grammar_mask(None, object(), logits)
         return SimpleNamespace(next_token_ids=torch.zeros(2 * n, dtype=torch.int64),
                                accept_lens=torch.ones(2, dtype=torch.int64),
                                speculative_num_draft_tokens=n)
 
     try:
+        if not mask_applied:
+            with pytest.raises(RuntimeError, match="never put in path order"):
+                hooks.around_forward(step, worker, batch_of(reqs, extend=False, cap=64))
+            return
         hooks.around_forward(step, worker, batch_of(reqs, extend=False, cap=64))
         tree = seen["tree"]
-        assert tree.branching.tolist() == [False, True]
-        assert tree.parents[0].tolist() == list(range(-1, W))    # the grammar row: a chain
-        assert tree.parents[1].tolist() != list(range(-1, W))    # guesses this likely: branches
+        first, sibling, tokens = seen["links"]
+        assert tree.branching.tolist() == [True, True]
+        assert tree.parents[0].tolist() != list(range(-1, W))   # the grammar row branches
+        for r in range(2):  # the walk sees exactly the verified trees, tokens in node order
+            assert parents_of_links(first[r], sibling[r]) == tree.parents[r].tolist()
+        assert not seen["settled_at_forward"] and tree.settled
+        assert not torch.equal(tokens, blocks)  # then rewritten to the accepted paths
     finally:
         STATE.history, STATE.device_stats = None, None
         STATE.configure(PluginConfig(mode="lookup"))
+
+
+def test_grammar_links_are_sglangs_linear_links_for_a_chain() -> None:
+    chain = trees.chain(torch.zeros((2, 5), dtype=torch.int64))
+    first, sibling = trees.grammar_links(chain.parents)
+    assert first.tolist() == [[1, 2, 3, 4, -1]] * 2 and sibling.tolist() == [[-1] * 5] * 2
+    star = torch.tensor([[-1, 0, 0, 1, 0]])
+    first, sibling = trees.grammar_links(star)
+    assert first.tolist() == [[1, 3, -1, -1, -1]] and sibling.tolist() == [[-1, 2, 4, -1, -1]]

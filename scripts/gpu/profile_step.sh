@@ -29,7 +29,7 @@ for m in $MODES; do
     ts loadtest --url http://127.0.0.1:$p/generate --workload $R/generic-ids.jsonl \
       --tool-mode none --sweep "$c" --duration "${DUR:-8}" --warmup 2 --grace 10 --no-progress \
       --history '' --max-tokens 160 --out $R/$m/c$c.json > $R/$m/c$c.txt 2>&1 &
-    lt=$!; sleep $(( ${DUR:-8} / 2 + 2 ))
+    lt=$!; mkdir -p $R/$m/c$c; sleep $(( ${DUR:-8} / 2 + 2 ))
     curl -s http://127.0.0.1:$p/start_profile -H 'content-type: application/json' \
       -d "{\"output_dir\": \"$PWD/$R/$m/c$c\", \"num_steps\": ${STEPS:-16}, \"activities\": [\"CPU\", \"GPU\"]}" > /dev/null
     wait $lt

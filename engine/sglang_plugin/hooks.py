@@ -247,6 +247,12 @@ def guard_worker(original, *args, **kwargs):
         raise RuntimeError("turnspec sglang plugin: " + "; ".join(bad) + "; expected one GPU "
                            "and the full draft cache (or TURNSPEC_SGLANG_SPEC=off)")
     out = original(*args, **kwargs)
+    nodes = int(args[0].block_size)
+    if STATE.config.mode == "trees" and nodes > trees.MAX_NODES:
+        raise RuntimeError(f"turnspec sglang plugin: trees at a DFLASH block of {nodes} would "
+                           f"plan over {trees.GUESSES * (nodes - 1) * nodes // 2} swaps a row; "
+                           f"expected a block of at most {trees.MAX_NODES} (or "
+                           "TURNSPEC_SGLANG_SPEC=lookup)")
     STATE.overlap = not getattr(server_args, "disable_overlap_schedule", False)
     if STATE.config.plan_at == "device":  # compile the plan's kernels now, not in a request
         worker = args[0]

@@ -57,6 +57,9 @@ UNRANKED_PASS = 0.5
 # the drafter's next guesses a position a tree may swap in (offline, 16 nodes, two -> three:
 # generic τ 2.86 -> 2.93, voice 6.30 -> 6.33; docs/dflash.md §7)
 GUESSES = 3
+# the largest DFLASH block trees plan over: a row's candidates include every single swap,
+# GUESSES * W * (W + 1) / 2 of them (W = N - 1), one lane each in the plan's one program a row
+MAX_NODES = 32
 
 
 @dataclass(slots=True)

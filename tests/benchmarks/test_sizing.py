@@ -47,6 +47,21 @@ def test_bad_block_and_empty_folder_are_refused(tmp_path: Path) -> None:
         sizing.main(["--out", str(tmp_path), "--block", "1"])
     with pytest.raises(SystemExit, match="no sizing-b"):
         sizing.merge(tmp_path)
+    with pytest.raises(SystemExit, match="rides on DFLASH"):
+        sizing.main(["--out", str(tmp_path), "--block", "0", "--plugin", "trees"])
+
+
+def test_merge_refuses_blocks_of_different_plugin_modes(tmp_path: Path) -> None:
+    (tmp_path / "sizing-meta.json").write_text(json.dumps({"device": "X", "prompt_tokens": 8,
+                                                           "decode_tokens": 8}))
+    for block, plugin in ((16, "trees"), (32, "off")):
+        (tmp_path / f"sizing-b{block:02d}.json").write_text(json.dumps(
+            {"block": block, "plugin": plugin, "engine_up_s": 1.0, "model_config": {},
+             "drafter_config": sizing.drafter_config(sizing.QWEN3_8B, 5, block), "points": []}))
+    with pytest.raises(SystemExit, match="different plugin modes"):
+        sizing.merge(tmp_path)
+    (tmp_path / "sizing-b32.json").unlink()
+    assert sizing.merge(tmp_path)["plugin"] == "trees"
 
 
 def test_config_flag_takes_another_target_and_refuses_a_non_config(tmp_path: Path) -> None:

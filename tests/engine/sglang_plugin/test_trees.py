@@ -177,10 +177,11 @@ def test_trees_refuse_what_they_cannot_serve() -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU forms of the kernels")
-def test_the_worker_start_compiles_every_kv_move_a_batch_of_trees_reaches() -> None:
+def test_the_worker_start_compiles_every_kv_move_a_batch_of_trees_reaches_or_refuses() -> None:
     """SGLang's KV move compiles a kernel per power of two of the slots it moves, up to its
     chunk: the DFLASH worker's start moves the dummy slot 0 onto itself at each of those sizes
-    (no request pays a compile, no KV changes), after the trees' own kernels ran once."""
+    (no request pays a compile, no KV changes), after the trees' own kernels ran once. A block
+    wider than the plan's candidates fit is refused at start."""
     class Recorder(Pool):
         _kv_copy_config = {"num_locs_upper": 128}
 
@@ -203,6 +204,13 @@ def test_the_worker_start_compiles_every_kv_move_a_batch_of_trees_reaches() -> N
     assert [len(t) for t, _ in moves] == [16, 32, 64, 128]
     assert all(set(t) == set(s) == {0} for t, s in moves)
     assert torch.equal(pool.k, before)
+    wide = SimpleNamespace(block_size=64, device="cpu", model_runner=runner)
+    STATE.configure(PluginConfig(mode="trees"))
+    try:
+        with pytest.raises(RuntimeError, match="expected a block of at most 32"):
+            hooks.guard_worker(lambda *a, **k: None, wide, args)
+    finally:
+        STATE.configure(PluginConfig(mode="lookup"))
 
 
 def test_the_verify_graphs_must_read_a_full_uint8_mask() -> None:

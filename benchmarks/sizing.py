@@ -6,6 +6,9 @@
 no speculation) or one DFlash step, draft plus verify of B tokens (B >= 2), at each concurrency.
 Random weights make acceptance meaningless; only the costs count. `--merge DIR` folds the
 per-block files into the measured-points JSON that `turnspec simulate --measured` reads.
+Blocks of 16 to 256 give the verify-cost table by width that scripts/analysis/
+width_projection.py --measured turns into the width rule's choices; `--plugin lookup|trees`
+arms turnspec's speculator inside that DFLASH (engine/sglang_plugin/; trees up to B = 32).
 
 A step's time is measured from the wall clock of two batched calls with fresh random prompts:
 one that only prefills (1 new token) and one that also decodes N - 1 tokens (`ignore_eos`), so
@@ -126,9 +129,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {
         "model_path": str(target_dir), "load_format": "dummy", "skip_tokenizer_init": True,
         "dtype": "bfloat16", "attention_backend": "triton", "sampling_backend": "pytorch",
-        "mem_fraction_static": 0.85, "context_length": args.prompt_tokens + args.decode_tokens + 64,
+        "mem_fraction_static": 0.85, "context_length": args.prompt_tokens + args.decode_tokens + 64 + args.block,
         "cuda_graph_max_bs_decode": max(args.concurrency), "log_level": "error"}
     draft = None
+    if args.plugin != "off":
+        from turnspec.engine.sglang_plugin.arm import arm
+        from turnspec.engine.sglang_plugin.config import PluginConfig
+
+        arm(PluginConfig(mode=args.plugin))
     if args.block >= 2:
         draft = drafter_config(target, args.drafter_layers, args.block)
         ddir = out / f"dflash-{args.drafter_layers}l-dummy"
@@ -151,7 +159,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(json.dumps(points[-1]), flush=True)
     finally:
         engine.shutdown()
-    return {"block": args.block, "engine_up_s": round(up_s, 1), "sglang": sglang.__version__,
+    return {"block": args.block, "plugin": args.plugin, "engine_up_s": round(up_s, 1),
+            "sglang": sglang.__version__,
             "model_config": target, "drafter_config": draft, "points": points}
 
 
@@ -160,12 +169,17 @@ def merge(folder: Path) -> dict[str, Any]:
     parts = [json.loads(p.read_text()) for p in sorted(folder.glob("sizing-b*.json"))]
     if not parts:
         raise SystemExit(f"{folder}: no sizing-b*.json files to merge")
+    plugins = {p.get("plugin", "off") for p in parts if p["block"] >= 2}
+    if len(plugins) > 1:
+        raise SystemExit(f"{folder}: blocks measured with different plugin modes {sorted(plugins)}; "
+                         "expected one mode a folder")
     meta = json.loads((folder / "sizing-meta.json").read_text())
     # one drafter shape for every point: the config of the largest block (the others differ
     # only in `block_size`, and a drafter serves any block up to its own)
     drafters = sorted((p["drafter_config"] for p in parts if p["drafter_config"]),
                       key=lambda d: d["block_size"], reverse=True)
-    return {**meta, "model_config": parts[0]["model_config"],
+    return {**meta, "plugin": plugins.pop() if plugins else "off",
+            "model_config": parts[0]["model_config"],
             "drafter_config": drafters[0] if drafters else None,
             "engine_up_s": {str(p["block"]): p["engine_up_s"] for p in parts},
             "points": [pt for p in parts for pt in p["points"]]}
@@ -182,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt-tokens", type=int, default=1024)
     p.add_argument("--decode-tokens", type=int, default=128)
     p.add_argument("--drafter-layers", type=int, default=5)
+    p.add_argument("--plugin", choices=("off", "lookup", "trees"), default="off",
+                   help="turnspec's speculator inside DFLASH (needs --block >= 2)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bandwidth", action="store_true",
@@ -192,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.block == 1 or args.block < 0:
         raise SystemExit(f"--block: expected 0 (no speculation) or >= 2, got {args.block}")
+    if args.plugin != "off" and args.block < 2:
+        raise SystemExit(f"--plugin {args.plugin}: rides on DFLASH; expected --block >= 2")
     if args.merge:
         (out / "sizing.json").write_text(json.dumps(merge(out), indent=1))
         print(out / "sizing.json")

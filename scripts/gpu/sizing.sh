@@ -6,11 +6,19 @@
 # so a call cut short by the 10-minute limit keeps what finished (rerun with BLOCKS="4").
 #   bash scripts/gpu/sizing.sh
 # then, here: turnspec simulate --measured docs/gpu-runs/<date>-sizing/sizing.json
+# Issue 53's verify-cost table by width (B the tokens a row verifies), and the plugin's trees
+# where they plan (B <= 32); a block's engine takes minutes, so a few blocks a call:
+#   BLOCKS="0 16 32" bash scripts/gpu/sizing.sh, then BLOCKS="64 128", then "256"
+#   PLUGIN=trees BLOCKS="16 32" bash scripts/gpu/sizing.sh   # into runs/sizing-trees
+# then, here: python scripts/analysis/width_projection.py --measured .../sizing.json
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
-R=runs/sizing; mkdir -p $R
+PLUGIN=${PLUGIN:-off}; R=runs/sizing; [ "$PLUGIN" = off ] || R=runs/sizing-$PLUGIN; mkdir -p $R
 size() { python3 -m turnspec.benchmarks.sizing --out $R "$@" 2>&1 | grep -v "^\[" | tail -n 20
          cp $R/sizing*.json "$OUT"/ 2>/dev/null; }
 [ -f $R/sizing-meta.json ] || size --bandwidth
-for b in ${BLOCKS:-0 16 8 4}; do echo "== block $b after ${SECONDS}s"; size --block $b; done
+for b in ${BLOCKS:-0 16 8 4}; do
+  echo "== block $b after ${SECONDS}s"
+  if [ "$b" = 0 ]; then size --block 0; else size --block "$b" --plugin "$PLUGIN"; fi
+done
 size --merge; ls -la "$OUT"

@@ -73,13 +73,20 @@ def reference_tree_mask(ancestors: torch.Tensor, seq_lens: torch.Tensor) -> torc
 def _tree_mask_kernel(anc_ptr, lens_ptr, offs_ptr, out_ptr, sa_b, sa_q, sa_k, cap,
                       N: tl.constexpr, BLOCK: tl.constexpr, FROM_PARENTS: tl.constexpr):
     """One program per (row, node): the node's mask row, BLOCK cells at a time, never past
-    `cap` cells. FROM_PARENTS: `anc_ptr` holds parents [b, N] (stride sa_b), and the node's
-    ancestors are found by walking up them."""
+    `cap` cells. FROM_PARENTS: `anc_ptr` holds parents [b, N] (stride sa_b), the node's
+    ancestors are found by walking up them, and the row's first cell is summed here over the
+    rows before it (`offs_ptr` unread)."""
     r = tl.program_id(0)
     q = tl.program_id(1)
     length = tl.load(lens_ptr + r)
     width = length + N
-    base = tl.load(offs_ptr + r) + q * width
+    if FROM_PARENTS:  # the row's first cell: the rows before it, N * (L + N) cells each
+        start = length * 0  # int64, as the loop makes it
+        for i in range(0, r):
+            start += N * (tl.load(lens_ptr + i) + N)
+    else:
+        start = tl.load(offs_ptr + r)
+    base = start + q * width
     cols = tl.arange(0, BLOCK)
     if FROM_PARENTS:
         mine = cols == q
@@ -125,11 +132,11 @@ def triton_tree_mask_of_parents(parents: torch.Tensor, seq_lens: torch.Tensor,
                                 out: torch.Tensor, cap: int | None = None) -> torch.Tensor:
     """The mask straight from the trees' parents [b, N] int64 (-1 the root), into `out`, with
     no host sync (no size check: the kernel never writes past `out`): the step's form on the
-    GPU, one launch besides the offsets."""
+    GPU, one launch."""
     b, n = parents.shape
     par = parents.contiguous()
     if b:
-        _tree_mask_kernel[(b, n)](par, seq_lens, mask_offsets(seq_lens, n), out, par.stride(0),
+        _tree_mask_kernel[(b, n)](par, seq_lens, seq_lens, out, par.stride(0),
                                   0, 0, out.numel() if cap is None else cap, N=n,
                                   BLOCK=max(16, min(1024, triton.next_power_of_2(n))),
                                   FROM_PARENTS=True)

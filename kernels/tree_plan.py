@@ -125,8 +125,8 @@ def _lanes(width: int, guesses: int, device: str) -> torch.Tensor:
 
 
 @triton.jit
-def _tree_plan_kernel(blocks_ptr, guess_ptr, lp_ptr, cont_ptr, unr_ptr, ok_ptr, lanes_ptr,
-                      tok_ptr, par_ptr, dep_ptr, C, TIE: tl.constexpr,
+def _tree_plan_kernel(blocks_ptr, guess_ptr, gs_row, gs_pos, lp_ptr, cont_ptr, unr_ptr, ok_ptr,
+                      lanes_ptr, tok_ptr, par_ptr, dep_ptr, C, TIE: tl.constexpr,
                       W: tl.constexpr, G: tl.constexpr, CP: tl.constexpr, NP: tl.constexpr):
     """One program per row: every candidate's value in a lane, the W best picked one by one,
     then numbered by depth (ties in pick order) and their parents renumbered."""
@@ -156,7 +156,7 @@ def _tree_plan_kernel(blocks_ptr, guess_ptr, lp_ptr, cont_ptr, unr_ptr, ok_ptr, 
         l0 = tl.load(lp_ptr + (row * W + i) * (G + 1)).to(tl.float64)
         ranked = tl.where(ci == di, l0, unr)
         for q in tl.static_range(G):
-            gq = tl.load(guess_ptr + (row * W + i) * G + q)
+            gq = tl.load(guess_ptr + row * gs_row + i * gs_pos + q)
             lq = tl.load(lp_ptr + (row * W + i) * (G + 1) + 1 + q).to(tl.float64)
             ranked = tl.where((ci != di) & (ci == gq), lq, ranked)
         on = i <= k
@@ -165,7 +165,7 @@ def _tree_plan_kernel(blocks_ptr, guess_ptr, lp_ptr, cont_ptr, unr_ptr, ok_ptr, 
         value += tl.where((kind == 2) & on, tl.where(i < m, l0, ranked), 0.0)
         run = run & ((kind != 2) | (i > k) | (ci >= 0))
     # a swap's own guess, and whether it stands (not the draft, not the lookup's leaving token)
-    gtok = tl.load(guess_ptr + (row * W + j) * G + g, mask=live & (kind == 1), other=-1)
+    gtok = tl.load(guess_ptr + row * gs_row + j * gs_pos + g, mask=live & (kind == 1), other=-1)
     glp = tl.load(lp_ptr + (row * W + j) * (G + 1) + 1 + g, mask=live & (kind == 1), other=0.0)
     value += tl.where(kind == 1, glp.to(tl.float64), 0.0)
     dj = tl.load(blocks_ptr + base + 1 + j, mask=live, other=-1)
@@ -215,12 +215,15 @@ def triton_tree_plan(blocks: torch.Tensor, guesses: torch.Tensor, lp: torch.Tens
     w, g = n - 1, guesses.shape[2]
     lanes = _lanes(w, g, str(blocks.device))
     out = [torch.empty((b, n), dtype=torch.int64, device=blocks.device) for _ in range(3)]
-    if b:
+    if guesses.stride(2) != 1:
+        guesses = guesses.contiguous()
+    if b:  # the guesses read through their strides: the drafter's top ids past the first, as kept
         c = lanes.shape[1]
-        _tree_plan_kernel[(b,)](blocks.contiguous(), guesses.contiguous(), lp.float().contiguous(),
-                                cont.contiguous(), unranked.float().contiguous(),
-                                ok.to(torch.int32).contiguous(), lanes, *out, c, TIE=TIE, W=w,
-                                G=g, CP=triton.next_power_of_2(c),
+        _tree_plan_kernel[(b,)](blocks.contiguous(), guesses, guesses.stride(0), guesses.stride(1),
+                                lp.float().contiguous(), cont.contiguous(),
+                                unranked.float().contiguous(),
+                                ok.view(torch.uint8) if ok.dtype == torch.bool else ok.contiguous(),
+                                lanes, *out, c, TIE=TIE, W=w, G=g, CP=triton.next_power_of_2(c),
                                 NP=max(16, triton.next_power_of_2(w)))
     return out[0], out[1], out[2]
 

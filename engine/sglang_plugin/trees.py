@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -103,12 +104,17 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
     # a row may branch if it may be planned, unless it takes the lookup: then it verifies that
     # as a chain (step A)
     branching = (flags[:, 0] != 0) & ~take
-    unranked = torch.full((bs,), math.log(UNRANKED_PASS), device=dev)
     tokens, parents, depths = tree_plan(blocks, top[0][..., 1:], top[1], cont,
-                                        unranked, branching)
+                                        unranked_of(bs, dev), branching)
     blocks.copy_(tokens)
     step.tree = Tree(blocks, parents, depths, branching, drafted)
     STATE.stats["tree_rows"] += sum(ok)
+
+
+@lru_cache(maxsize=256)
+def unranked_of(bs: int, device: torch.device) -> torch.Tensor:
+    """[bs] log(UNRANKED_PASS) on `device`, made once a batch size (read, never written)."""
+    return torch.full((bs,), math.log(UNRANKED_PASS), device=device)
 
 
 def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -40,7 +40,8 @@ CASES += [(tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par
            "draft_ptr", "flat_ptr", "count_ptr")}, "branch_ptr": "*i32", "vocab": "i32"},
            {"N": 16, "BLOCK": 16}),
           (tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i64",
-           "lp_ptr": "*fp32", "cont_ptr": "*i64", "unr_ptr": "*fp32", "ok_ptr": "*i32",
+           "gs_row": "i32", "gs_pos": "i32", "lp_ptr": "*fp32", "cont_ptr": "*i64",
+           "unr_ptr": "*fp32", "ok_ptr": "*u8",
            "lanes_ptr": "*i32", "tok_ptr": "*i64", "par_ptr": "*i64", "dep_ptr": "*i64",
            "C": "i32"}, {"TIE": tree_plan.TIE, "W": 15, "G": 3, "CP": 512, "NP": 16})]
 for kernel, types, consts in CASES:

@@ -11,7 +11,8 @@ from turnspec.engine.sglang import SGLangConfig
 from turnspec.engine.sglang_plugin.config import MODES, PLAN_POINTS, PluginConfig
 
 # the local engine's flags SGLang reads too (sglang_config_from_args)
-SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size")
+SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size", "spec_datastore",
+                       "spec_datastore_learn", "spec_datastore_learn_tokens")
 
 
 def add_sglang_args(p: argparse.ArgumentParser) -> None:
@@ -54,17 +55,29 @@ def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
 
 
 def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
-    """The SGLang flags plus --model, --speculator ('default': the committed drafter) and
-    --spec-block-size of the local engine's flags (engine/local/args.py)."""
+    """The SGLang flags plus --model, --speculator ('default': the committed drafter),
+    --spec-block-size and the datastore's flags of the local engine's (engine/local/args.py;
+    the datastore is a branch of the plugin's trees)."""
+    from pathlib import Path
+
     from turnspec.engine.drafter import DEFAULT_DRAFTER_DIR
     from turnspec.engine.local.args import resolve_model_dir
 
+    store, learn = args.spec_datastore, args.spec_datastore_learn
+    if (store or learn) and args.sglang_spec != "trees":
+        raise ValueError("--spec-datastore / --spec-datastore-learn under --engine sglang: the "
+                         "store's continuation is a branch of turnspec's trees; expected "
+                         f"--sglang-spec trees, got {args.sglang_spec}")
+    if store and not Path(store).exists():
+        raise ValueError(f"--spec-datastore {store}: no such file or folder")
     spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
     return SGLangConfig(
         model_dir=resolve_model_dir(args.model), speculator=spec,
         spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg),
-        plugin=PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at))
+        plugin=PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at,
+                            datastore=store,
+                            learn_tokens=args.spec_datastore_learn_tokens if learn else 0))
 
 
 def other_engine_flags(args: argparse.Namespace, command: str,

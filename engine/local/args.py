@@ -55,7 +55,8 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--spec-datastore", default=None, metavar="PATH",
                    help="the target's earlier answers (datagen samples.jsonl or packed completions, "
                         "a file or folder): with 2+ branches, a greedy row's last extra branch "
-                        "is the continuation they most often took after its last tokens")
+                        "is the continuation they most often took after its last tokens (with "
+                        "--engine sglang: a branch of --sglang-spec trees)")
     g.add_argument("--spec-datastore-learn", action="store_true",
                    help="the datastore branch also drafts from the answers this server gives, "
                         "learned as each one finishes (kept in memory only, nothing is written); "

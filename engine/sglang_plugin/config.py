@@ -7,6 +7,10 @@ environment of the process that started them).
     TURNSPEC_SPEC_LOOKUP_BELOW  the lookup rule's threshold (SpecOptions.lookup_below)
     TURNSPEC_SGLANG_PLAN_AT   device (default) | verify: where the plan runs (hooks.py): on the
                               GPU, or on the host before SGLang loads the verify
+    TURNSPEC_SGLANG_DATASTORE       a datastore of earlier answers (--spec-datastore PATH): its
+                                    continuation is a tree branch (trees only; datastore.py)
+    TURNSPEC_SGLANG_DATASTORE_LEARN N: the served answers join it, the newest N tokens kept
+                                    (--spec-datastore-learn; 0 or unset: off)
 
 `turnspec serve --engine sglang` sets these from its own flags (engine/sglang_args.py); a user of
 SGLang's own server exports them before `python -m sglang.launch_server`.
@@ -24,6 +28,8 @@ PLAN_POINTS = ("device", "verify")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
 ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
+ENV_DATASTORE = "TURNSPEC_SGLANG_DATASTORE"
+ENV_LEARN = "TURNSPEC_SGLANG_DATASTORE_LEARN"
 
 
 @dataclass(slots=True, frozen=True)
@@ -37,6 +43,8 @@ class PluginConfig:
     mode: str = "off"
     lookup_below: float = SpecOptions().lookup_below
     plan_at: str = "device"
+    datastore: str | None = None  # `datastore`: a store of earlier answers (a path)
+    learn_tokens: int = 0  # > 0: served answers join the store, the newest this many tokens
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -47,6 +55,11 @@ class PluginConfig:
             raise ValueError(f"{ENV_MODE}=trees plans on the GPU; expected {ENV_PLAN_AT}=device, "
                              f"got {self.plan_at!r}")
         SpecOptions(lookup_below=self.lookup_below)  # validates
+        if (self.datastore or self.learn_tokens) and self.mode != "trees":
+            raise ValueError(f"{ENV_DATASTORE} / {ENV_LEARN}: the store's continuation is a tree "
+                             f"branch; expected {ENV_MODE}=trees, got {self.mode!r}")
+        if not isinstance(self.learn_tokens, int) or self.learn_tokens < 0:
+            raise ValueError(f"{ENV_LEARN}={self.learn_tokens!r}: expected tokens >= 0")
 
     @property
     def armed(self) -> bool:
@@ -65,10 +78,15 @@ class PluginConfig:
             lookup_below = float(below) if below else SpecOptions().lookup_below
         except ValueError:
             raise ValueError(f"{ENV_LOOKUP_BELOW}={below!r}: expected a number") from None
+        learn = env.get(ENV_LEARN) or "0"
+        if not learn.isdigit():
+            raise ValueError(f"{ENV_LEARN}={learn!r}: expected a number of tokens")
         return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below,
-                   plan_at=env.get(ENV_PLAN_AT, "device") or "device")
+                   plan_at=env.get(ENV_PLAN_AT, "device") or "device",
+                   datastore=env.get(ENV_DATASTORE) or None, learn_tokens=int(learn))
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""
         return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below),
-                ENV_PLAN_AT: self.plan_at}
+                ENV_PLAN_AT: self.plan_at, ENV_DATASTORE: self.datastore or "",
+                ENV_LEARN: str(self.learn_tokens)}

@@ -19,7 +19,10 @@ registry), in the order a decode step meets them:
     resolve_dflash_verify_mask_policy        AROUND: with trees, the target's verify CUDA
                                              graphs are captured reading a mask
     DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve;
-                                             compiles the device plan's kernels
+                                             compiles the device plan's kernels; loads the
+                                             datastore (datastore.py)
+    DFlashWorkerV2.note_request_finished     AFTER: with trees and a learning datastore, a
+                                             finished answer joins it
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
                                              server info (`internal_states[i]["turnspec"]`)
 
@@ -48,6 +51,7 @@ from turnspec.engine.sglang_plugin.checks import (
     VERIFY_INPUT,
     WORKER,
 )
+from turnspec.engine.sglang_plugin.datastore import StoreBranch
 from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.lookup_swap import (
     drafter_top,
@@ -80,6 +84,8 @@ def around_forward(original, *args, **kwargs):
         if STATE.history is None:
             STATE.history = DeviceHistory.for_batch(batch)
         STATE.history.write(batch.reqs)
+    if STATE.store is not None:
+        STATE.store.watch(batch.reqs)
     STATE.step = StepContext(worker, batch)
     try:
         result = original(*args, **kwargs)
@@ -254,6 +260,8 @@ def guard_worker(original, *args, **kwargs):
                            f"expected a block of at most {trees.MAX_NODES} (or "
                            "TURNSPEC_SGLANG_SPEC=lookup)")
     STATE.overlap = not getattr(server_args, "disable_overlap_schedule", False)
+    if STATE.config.datastore or STATE.config.learn_tokens:  # the store, in this process only
+        STATE.store = StoreBranch(STATE.config)
     if STATE.config.plan_at == "device":  # compile the plan's kernels now, not in a request
         worker = args[0]
         try:
@@ -269,6 +277,13 @@ def guard_worker(original, *args, **kwargs):
                                "TURNSPEC_SGLANG_SPEC=lookup with TURNSPEC_SGLANG_PLAN_AT=verify: "
                                "the plan on the host)") from e
     return out
+
+
+def after_request_finished(result, worker, *, rid: str, natural_stop: bool):
+    """A request finished: its answer joins the learning store (datastore.py)."""
+    if STATE.store is not None:
+        STATE.store.note_finished(rid)
+    return result
 
 
 def after_internal_state(result, *args, **kwargs):
@@ -299,3 +314,5 @@ def install(registry: Any, hook_type: Any) -> None:
                           hook_type.AROUND)
         registry.register(MASK_POLICY, around_mask_policy, hook_type.AROUND)
         registry.register(f"{GRAMMAR_MASK}.apply", after_grammar_mask, hook_type.AFTER)
+        registry.register(f"{WORKER}.note_request_finished", after_request_finished,
+                          hook_type.AFTER)

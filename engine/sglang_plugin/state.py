@@ -72,6 +72,7 @@ class PluginState:
     overlap: bool = False
     history: Any | None = None  # plan_at "device": each request's tokens on the GPU (history.py)
     mask_checked: bool = False  # mode "trees": the verify graphs' mask buffer was checked
+    store: Any | None = None  # the datastore branch (datastore.StoreBranch), built at start
     stats: Counter = field(default_factory=Counter)
     # counters kept on the device (plan_at "device": reading them each step would wait for it),
     # DEVICE_COUNTERS in order

@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from turnspec.engine.sglang_plugin.datastore import aligned
 from turnspec.engine.sglang_plugin.lookup_swap import row_flags
 from turnspec.engine.sglang_plugin.state import STATE, StepContext
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
@@ -101,6 +102,12 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
                top[1][..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
                below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
                tree=(cont, take))
+    if STATE.store is not None and STATE.history is not None and any(ok):  # datastore.py
+        drafts, known, drafted = STATE.store.drafts(step.batch.reqs, ok, width, width + 1, dev)
+        STATE.stats["store_drafts"] += drafted
+        theirs = aligned(STATE.history.tokens, STATE.history.lengths,
+                         step.batch.req_pool_indices, drafts, known, width)
+        cont.copy_(torch.where((cont < 0).all(1, keepdim=True), theirs, cont))
     # a row may branch if it may be planned, unless it takes the lookup: then it verifies that
     # as a chain (step A)
     branching = (flags[:, 0] != 0) & ~take

@@ -60,3 +60,21 @@ def test_the_plugin_flags(smollm2_dir: Path) -> None:
     with pytest.raises(ValueError, match="trees plans on the GPU"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
                                       "--sglang-spec", "trees", "--sglang-spec-plan-at", "verify"))
+
+
+def test_the_datastore_flags_arm_the_trees_branch_or_are_refused(smollm2_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    store = tmp_path / "answers.jsonl"
+    store.write_text('{"completion": [5, 6, 7, 8]}\n')
+    base = ("--model", str(smollm2_dir), "--speculator", "default")
+    cfg = sglang_config_from_args(_args(*base, "--sglang-spec", "trees", "--spec-datastore",
+                                        str(store), "--spec-datastore-learn"))
+    assert cfg.plugin.datastore == str(store) and cfg.plugin.learn_tokens == 1_000_000
+    env = cfg.plugin.to_env()
+    assert env["TURNSPEC_SGLANG_DATASTORE"] == str(store)
+    assert type(cfg.plugin).from_env(env) == cfg.plugin     # what the scheduler processes read
+    with pytest.raises(ValueError, match="expected --sglang-spec trees, got lookup"):
+        sglang_config_from_args(_args(*base, "--sglang-spec", "lookup", "--spec-datastore-learn"))
+    with pytest.raises(ValueError, match="no such file or folder"):
+        sglang_config_from_args(_args(*base, "--sglang-spec", "trees",
+                                      "--spec-datastore", str(tmp_path / "none.jsonl")))

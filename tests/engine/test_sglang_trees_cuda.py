@@ -2,7 +2,7 @@
 and the plugin's entry point): greedy turns through DFLASH with the plugin's trees answer as
 SGLang without speculation does, and some accepted paths leave the drafter's chain; the same
 under a JSON-schema grammar (SGLang's grammar walk follows the trees), where every answer also
-fits the schema.
+fits the schema, with a learning datastore drafting from the first batch's answers.
 
 This is the test that fails if the tree mask is not applied under CUDA graphs: the trees put
 branch nodes of a shallow depth before the chain's deeper nodes, so under a causal mask every
@@ -90,7 +90,7 @@ def test_trees_answer_as_no_speculation_and_branches_pay(smollm2_dir: Path,
     assert ref.returncode == 0, ref.stderr[-3000:]
     want = json.loads(ref.stdout.split("OUT", 1)[1])
 
-    arm(PluginConfig(mode="trees"))
+    arm(PluginConfig(mode="trees", learn_tokens=100_000))  # the first batch's answers are learned
     eng = sglang.Engine(**kw, speculative_algorithm="DFLASH", speculative_draft_model_path=(
         os.environ.get("TURNSPEC_SGLANG_DRAFTER", str(DEFAULT_DRAFTER_DIR))))
     try:
@@ -105,8 +105,10 @@ def test_trees_answer_as_no_speculation_and_branches_pay(smollm2_dir: Path,
     plain, grammar = reports
     assert plain.get("mode") == "trees", plain
     assert plain.get("tree_rows", 0) > 0 and plain.get("tree_branch_paths", 0) > 0, plain
-    # grammar rows branch too, and accepted paths leave the chain there as well
+    # grammar rows branch too, and accepted paths leave the chain there as well; the learning
+    # store, holding the first batch's answers, drafts for some of the second's rows
     assert grammar["tree_branch_paths"] > plain["tree_branch_paths"], reports
+    assert grammar.get("store_drafts", 0) > plain.get("store_drafts", 0), reports
     assert finished, "no answer under the grammar finished within the token budget"
     for text in finished:  # every answer under the grammar fits it (the masks followed the trees)
         doc = json.loads(text)

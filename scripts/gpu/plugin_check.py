@@ -3,7 +3,7 @@
 
 usage (on the device, after `sglang.sh unpack`; one mode a process, as SGLang starts one engine
 a process cleanly):
-    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees OUT.json [--n 64] [--max-new 160]
+    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees|trees-learn OUT.json [--n 64]
     python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json, ...
 
 `lookup` plans on the host before the verify (TURNSPEC_SGLANG_PLAN_AT=verify), `device` on the
@@ -30,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EVALSET = ROOT / "docs/gpu-runs/2026-12-04-copy-rule/evalset-samples.jsonl.gz"
 SPLITS = ("independent-voice", "independent-generic")
 CHUNK = 32  # prompts a generate call (cuda_graph_max_bs_decode below)
-MODES = ("none", "stock", "lookup", "device", "trees")
-PLAN_AT = {"lookup": "verify", "device": "device", "trees": "device"}  # the plugin's modes
+MODES = ("none", "stock", "lookup", "device", "trees", "trees-learn")
+# the plugin's modes; trees-learn: trees with a learning datastore (later batches draw on the
+# answers of earlier ones: other conversations of the same kinds)
+PLAN_AT = {"lookup": "verify", "device": "device", "trees": "device", "trees-learn": "device"}
 
 
 def turns(n: int) -> list[tuple[str, str, list[int]]]:
@@ -53,8 +55,9 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
     from turnspec.engine.sglang_plugin.arm import arm
     from turnspec.engine.sglang_plugin.config import PluginConfig
 
-    spec = "trees" if mode == "trees" else "lookup" if mode in PLAN_AT else "off"
-    arm(PluginConfig(mode=spec, plan_at=PLAN_AT.get(mode, "device")))
+    spec = "trees" if mode.startswith("trees") else "lookup" if mode in PLAN_AT else "off"
+    arm(PluginConfig(mode=spec, plan_at=PLAN_AT.get(mode, "device"),
+                     learn_tokens=1_000_000 if mode == "trees-learn" else 0))
     kw = {"model_path": model, "dtype": "bfloat16", "attention_backend": "triton",
           "sampling_backend": "pytorch", "mem_fraction_static": mem, "log_level": "error",
           "cuda_graph_max_bs_decode": 32}
@@ -88,7 +91,7 @@ def compare(folder: Path) -> None:
     runs = {m: json.loads((folder / f"{m}.json").read_text()) for m in MODES
             if (folder / f"{m}.json").exists()}
     ref = {r["id"]: r["output_ids"] for r in runs.get("none", {"rows": []})["rows"]}
-    print(f"{'mode':8} {'split':22} {'tau':>6} {'tok/s':>8} {'same as none':>13}")
+    print(f"{'mode':11} {'split':22} {'tau':>6} {'tok/s':>8} {'same as none':>13}")
     for mode, doc in runs.items():
         tok_s = sum(r["tokens"] for r in doc["rows"]) / doc["wall_s"]
         for split in SPLITS:
@@ -96,9 +99,9 @@ def compare(folder: Path) -> None:
             steps = sum(r["verify_steps"] for r in rows)
             tau = sum(r["tokens"] for r in rows) / steps if steps else float("nan")
             same = sum(ref.get(r["id"]) == r["output_ids"] for r in rows)
-            print(f"{mode:8} {split:22} {tau:6.2f} {tok_s:8.0f} {same:>6}/{len(rows)}")
+            print(f"{mode:11} {split:22} {tau:6.2f} {tok_s:8.0f} {same:>6}/{len(rows)}")
         if doc.get("plugin"):
-            print(f"{'':8} plugin: {doc['plugin']}")
+            print(f"{'':11} plugin: {doc['plugin']}")
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.sglang_plugin.state import STATE
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.engine.spec.proposers.learning import LearningDatastore
 
@@ -92,3 +93,10 @@ def aligned(hist_tokens: torch.Tensor, hist_lengths: torch.Tensor, rows: torch.T
     cols = (d.clamp(0, lag).unsqueeze(1) + torch.arange(width, device=drafts.device))
     out = drafts.gather(1, cols)
     return torch.where(agree.unsqueeze(1), out, torch.full_like(out, -1))
+
+
+def after_request_finished(result, worker, *, rid: str, natural_stop: bool):
+    """A request finished: its answer joins the learning store (datastore.py)."""
+    if STATE.store is not None:
+        STATE.store.note_finished(rid)
+    return result

@@ -1,5 +1,6 @@
 """The hooks the plugin puts on SGLang's DFLASH worker (through sglang.srt.plugins' hook
-registry), in the order a decode step meets them:
+registry), in the order a decode step meets them (the trees' own live in trees.py, the
+datastore's in datastore.py; `install` registers them all):
 
     DFlashWorkerV2.forward_batch_generation  AROUND: the step's context; afterwards what it
                                              committed, for the next step's history
@@ -51,7 +52,7 @@ from turnspec.engine.sglang_plugin.checks import (
     VERIFY_INPUT,
     WORKER,
 )
-from turnspec.engine.sglang_plugin.datastore import StoreBranch
+from turnspec.engine.sglang_plugin.datastore import StoreBranch, after_request_finished
 from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.lookup_swap import (
     drafter_top,
@@ -154,40 +155,6 @@ def before_prepare_for_verify(verify, *args, **kwargs):
     return None
 
 
-def around_target_forward(original, *args, **kwargs):
-    """The target's pass; after a verify of trees, its outputs in the accepted path's order
-    (trees.settle) before DFLASH reads them."""
-    out = original(*args, **kwargs)
-    step = STATE.step
-    tree = step.tree if step is not None else None
-    if kwargs.get("is_verify") and tree is not None and tree.attached and not tree.settled:
-        worker, fb = args[0], arg(args, kwargs, 2, "forward_batch")
-        work = (out.logits_output, fb.out_cache_loc, worker.model_runner.token_to_kv_pool)
-        if tree.grammar:
-            tree.pending = work  # after the grammar's mask (after_grammar_mask)
-        else:
-            trees.settle(tree, *work)
-    return out
-
-
-def after_grammar_mask(result, *args, **kwargs):
-    """DFLASH's grammar mask is on the verify's logits (in node order, as the walk followed the
-    trees): now the trees' settle, so the accepted path is the masked target's."""
-    step = STATE.step
-    tree = step.tree if step is not None else None
-    if tree is not None and tree.pending is not None and not tree.settled:
-        trees.settle(tree, *tree.pending)
-        tree.pending = None
-    return result
-
-
-def around_mask_policy(original, attn_backend):
-    """DFLASH's target verify reads a custom mask, under CUDA graphs too (registered for trees
-    only)."""
-    name, _ = original(attn_backend)
-    return name, True
-
-
 def top_of(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """logits [n, V] -> the k most likely tokens [n, k] and their log-probabilities (fp32)."""
     top = logits.float().log_softmax(dim=-1).topk(k, dim=-1)
@@ -279,13 +246,6 @@ def guard_worker(original, *args, **kwargs):
     return out
 
 
-def after_request_finished(result, worker, *, rid: str, natural_stop: bool):
-    """A request finished: its answer joins the learning store (datastore.py)."""
-    if STATE.store is not None:
-        STATE.store.note_finished(rid)
-    return result
-
-
 def after_internal_state(result, *args, **kwargs):
     """SGLang's internal state (its /server_info, Engine.get_server_info) with our counters."""
     state = getattr(result, "internal_state", None)
@@ -310,9 +270,9 @@ def install(registry: Any, hook_type: Any) -> None:
                       hook_type.BEFORE)
     registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)
     if STATE.config.mode == "trees":
-        registry.register(f"{TP_WORKER}.forward_batch_generation", around_target_forward,
+        registry.register(f"{TP_WORKER}.forward_batch_generation", trees.around_target_forward,
                           hook_type.AROUND)
-        registry.register(MASK_POLICY, around_mask_policy, hook_type.AROUND)
-        registry.register(f"{GRAMMAR_MASK}.apply", after_grammar_mask, hook_type.AFTER)
+        registry.register(MASK_POLICY, trees.around_mask_policy, hook_type.AROUND)
+        registry.register(f"{GRAMMAR_MASK}.apply", trees.after_grammar_mask, hook_type.AFTER)
         registry.register(f"{WORKER}.note_request_finished", after_request_finished,
                           hook_type.AFTER)

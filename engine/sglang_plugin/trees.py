@@ -1,6 +1,6 @@
 """Step B of turnspec's speculator inside SGLang (`TURNSPEC_SGLANG_SPEC=trees`): each greedy row
 verifies a token tree of N nodes in DFLASH's own verify of N tokens (N = the block size), so the
-verify keeps its shapes and its CUDA graphs, captured with a tree mask (hooks.py).
+verify keeps its shapes and its CUDA graphs, captured with a tree mask (`around_mask_policy`, below).
 
 A step, all on the device (the host never waits):
 1. `plan` (before the verify is loaded): the lookup continuation and the planner's verdict per
@@ -29,7 +29,7 @@ Rows under a grammar (tool calls) branch too. In a batch with a grammar DFLASH w
 grammar along the verified tokens on the host and masks the target's logits with it: SGLang's
 walk over a tree (`traverse_tree`, its EAGLE and NGRAM trees' own) is handed the trees'
 links (`grammar_links`), so every node's logits are masked by the grammar after its own path,
-and `settle` waits until that mask is applied (hooks.py): the accepted path is then the masked
+and `settle` waits until that mask is applied (`after_grammar_mask`): the accepted path is the masked
 target's, and each committed token obeys the grammar.
 """
 
@@ -195,6 +195,43 @@ def settle(tree: Tree, logits_output: Any, out_cache_loc: torch.Tensor, kv_pool:
     loc = out_cache_loc[: bs * n]
     kv_pool.move_kv_cache(loc, loc.index_select(0, flat))
     tree.settled = True
+
+
+# the trees' own hooks (hooks.install registers them for mode "trees")
+
+def around_target_forward(original, *args, **kwargs):
+    """The target's pass; after a verify of trees, its outputs in the accepted path's order
+    (trees.settle) before DFLASH reads them."""
+    out = original(*args, **kwargs)
+    step = STATE.step
+    tree = step.tree if step is not None else None
+    if kwargs.get("is_verify") and tree is not None and tree.attached and not tree.settled:
+        worker = args[0]
+        fb = args[2] if len(args) > 2 else kwargs["forward_batch"]
+        work = (out.logits_output, fb.out_cache_loc, worker.model_runner.token_to_kv_pool)
+        if tree.grammar:
+            tree.pending = work  # after the grammar's mask (after_grammar_mask)
+        else:
+            settle(tree, *work)
+    return out
+
+
+def after_grammar_mask(result, *args, **kwargs):
+    """DFLASH's grammar mask is on the verify's logits (in node order, as the walk followed the
+    trees): now the trees' settle, so the accepted path is the masked target's."""
+    step = STATE.step
+    tree = step.tree if step is not None else None
+    if tree is not None and tree.pending is not None and not tree.settled:
+        settle(tree, *tree.pending)
+        tree.pending = None
+    return result
+
+
+def around_mask_policy(original, attn_backend):
+    """DFLASH's target verify reads a custom mask, under CUDA graphs too (registered for trees
+    only)."""
+    name, _ = original(attn_backend)
+    return name, True
 
 
 def refusals(server_args: Any) -> list[str]:

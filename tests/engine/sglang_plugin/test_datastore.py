@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from tests.engine.sglang_plugin.test_history import batch_of
-from turnspec.engine.sglang_plugin import hooks, trees
+from turnspec.engine.sglang_plugin import trees
 from turnspec.engine.sglang_plugin.config import PluginConfig
-from turnspec.engine.sglang_plugin.datastore import StoreBranch, aligned
+from turnspec.engine.sglang_plugin.datastore import StoreBranch, after_request_finished, aligned
 from turnspec.engine.sglang_plugin.history import DeviceHistory
 from turnspec.engine.sglang_plugin.state import STATE
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
@@ -102,9 +102,9 @@ def test_finished_answers_join_a_learning_store_unless_aborted() -> None:
                            finished_reason=FINISH_ABORT())
     branch.watch([done, gone])
     for rid in ("a", "b", "c"):                                    # c: never seen, nothing
-        hooks.STATE.store = branch
-        hooks.after_request_finished(None, object(), rid=rid, natural_stop=False)
-    hooks.STATE.store = None
+        STATE.store = branch
+        after_request_finished(None, object(), rid=rid, natural_stop=False)
+    STATE.store = None
     branch.store.wait()                                           # index what was learned
     assert branch.store.answers == 1 and not branch.live
     assert branch.store.propose([40, 41, 42], 3).tokens == [43, 44, 45]

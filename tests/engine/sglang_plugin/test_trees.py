@@ -119,7 +119,7 @@ def test_a_tree_step_commits_the_longest_true_prefix_and_moves_its_kv(seed: int)
                 out = SimpleNamespace(logits_output=SimpleNamespace(
                     next_token_logits=logits, hidden_states=logits.clone()))
                 tp = SimpleNamespace(model_runner=SimpleNamespace(token_to_kv_pool=pool))
-                hooks.around_target_forward(lambda *a, **k: out, tp, batch=None,
+                trees.around_target_forward(lambda *a, **k: out, tp, batch=None,
                                             forward_batch=SimpleNamespace(out_cache_loc=loc.view(-1)),
                                             is_verify=True)
                 # DFLASH's greedy linear accept over the rewritten block and permuted logits
@@ -295,11 +295,11 @@ def test_grammar_rows_branch_and_settle_after_the_grammar_mask(mask_applied: boo
                                                             hidden_states=None))
         tp = SimpleNamespace(model_runner=SimpleNamespace(token_to_kv_pool=pool))
         loc = torch.arange(2 * n) + 8
-        hooks.around_target_forward(lambda *a, **k: out, tp, batch=None,
+        trees.around_target_forward(lambda *a, **k: out, tp, batch=None,
                                     forward_batch=SimpleNamespace(out_cache_loc=loc), is_verify=True)
         seen["settled_at_forward"] = tree.settled
         if mask_applied:  # DFLASH masks the grammar (in node order), then accepts
-            hooks.after_grammar_mask(None, object(), logits)
+            trees.after_grammar_mask(None, object(), logits)
         return SimpleNamespace(next_token_ids=torch.zeros(2 * n, dtype=torch.int64),
                                accept_lens=torch.ones(2, dtype=torch.int64),
                                speculative_num_draft_tokens=n)

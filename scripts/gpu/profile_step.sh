@@ -32,8 +32,12 @@ for m in $MODES; do
     lt=$!; mkdir -p $R/$m/c$c; sleep $(( ${DUR:-8} / 2 + 2 ))
     curl -s http://127.0.0.1:$p/start_profile -H 'content-type: application/json' \
       -d "{\"output_dir\": \"$PWD/$R/$m/c$c\", \"num_steps\": ${STEPS:-16}, \"activities\": [\"CPU\", \"GPU\"]}" > /dev/null
-    wait $lt
+    wait $lt; sleep 2
     grep -E '^(turns:|TTFT |ITL |server prefill|server decode)' $R/$m/c$c.txt
+    for t in $R/$m/c$c/*.trace.json.gz; do  # each step's wall, launches, GPU time; host by hook
+      [ -f "$t" ] && python3 scripts/gpu/trace_steps.py "$t" > $R/$m/c$c-steps.txt 2>&1
+      head -n 40 $R/$m/c$c-steps.txt
+    done
   done
   kill -TERM -- -"$(cat $R/$m.pid)" 2>/dev/null
   cp $R/$m-server.log $R/$m/; tar czf "$OUT/prof-$m.tgz" -C $R/$m .

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from turnspec.engine.sglang_plugin.config import PluginConfig
+from turnspec.engine.sglang_plugin.lookup_swap import history
 from turnspec.engine.sglang_plugin.state import STATE
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.engine.spec.proposers.learning import LearningDatastore
@@ -65,7 +66,7 @@ class StoreBranch:
         `ok`) and [b] int64 tokens the host knew of each row, on `device`; rows drafted."""
         out, known, drafted = [], [], 0
         for r, may in zip(reqs, ok, strict=True):
-            tokens = list(r.origin_input_ids) + list(r.output_ids)
+            tokens = history(r, None)
             draft = self.store.propose(tokens, width + lag).tokens if may and self.store else []
             out.append(draft + [-1] * (width + lag - len(draft)))
             known.append(len(tokens))
@@ -96,7 +97,7 @@ def aligned(hist_tokens: torch.Tensor, hist_lengths: torch.Tensor, rows: torch.T
 
 
 def after_request_finished(result, worker, *, rid: str, natural_stop: bool):
-    """A request finished: its answer joins the learning store (datastore.py)."""
+    """A request finished: its answer joins the learning store (`StoreBranch.note_finished`)."""
     if STATE.store is not None:
         STATE.store.note_finished(rid)
     return result

@@ -103,8 +103,9 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
                below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
                tree=(cont, take))
     if STATE.store is not None and STATE.history is not None and any(ok):  # datastore.py
-        drafts, known, drafted = STATE.store.drafts(step.batch.reqs, ok, width, width + 1, dev)
-        STATE.stats["store_drafts"] += drafted
+        drafts, known, rows_drafted = STATE.store.drafts(step.batch.reqs, ok, width, width + 1,
+                                                          dev)
+        STATE.stats["store_drafts"] += rows_drafted
         theirs = aligned(STATE.history.tokens, STATE.history.lengths,
                          step.batch.req_pool_indices, drafts, known, width)
         cont.copy_(torch.where((cont < 0).all(1, keepdim=True), theirs, cont))

@@ -70,8 +70,10 @@ def test_a_row_without_a_lookup_continuation_verifies_the_stores_in_its_tree(tmp
     lp = torch.tensor([[math.log(0.3), math.log(0.1), math.log(0.05), math.log(0.05)]] * w)
     step = SimpleNamespace(batch=batch, tree=None)
     try:
+        drafter_block = blocks[:, 1:].clone()
         trees.plan(step, blocks, [True], [False], (top, lp.view(1, w, 4)))
         tree = step.tree
+        assert torch.equal(tree.drafted, drafter_block)            # settle's drafts, not a count
         tok, par = tree.tokens[0].tolist(), tree.parents[0].tolist()
         path = [i for i in range(n) if par[i] == 0 and tok[i] == 43]
         assert path, tok                                           # the store's first token

@@ -40,6 +40,8 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     f"{GRAMMAR_TREE}.from_device": (
         ("retrieve_next_token", "retrieve_next_sibling", "draft_token"), ()),  # bound
     f"{GRAMMAR_MASK}.apply": (("self", "logits"), ()),
+    f"{WORKER}.alloc_memory_pool": (
+        ("self", "memory_pool_config", "req_to_token_pool", "token_to_kv_pool_allocator"), ()),
     "sglang.srt.mem_cache.memory_pool.MHATokenToKVPool.move_kv_cache": (
         ("self", "tgt_loc", "src_loc"), ()),
 }

@@ -22,6 +22,8 @@ datastore's in datastore.py; `install` registers them all):
     DFlashWorkerV2.__init__                  AROUND: refuses a setup the plugin cannot serve;
                                              compiles the device plan's kernels; loads the
                                              datastore (datastore.py)
+    DFlashWorkerV2.alloc_memory_pool         AFTER: with trees, SGLang's KV move compiled at
+                                             each size a batch of trees reaches
     DFlashWorkerV2.note_request_finished     AFTER: with trees and a learning datastore, a
                                              finished answer joins it
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
@@ -235,9 +237,8 @@ def guard_worker(original, *args, **kwargs):
             warm(int(worker.block_size) - 1, worker.device, agree=LOOKUP_AGREE,
                  match_min=LOOKUP_MATCH, tree=STATE.config.mode == "trees")
             if STATE.config.mode == "trees":
-                runner = worker.model_runner  # the target's
                 trees.warm(int(worker.block_size), worker.device,
-                           int(runner.model_config.vocab_size), runner.token_to_kv_pool)
+                           int(worker.model_runner.model_config.vocab_size))
         except Exception as e:
             raise RuntimeError(f"turnspec sglang plugin: the device plan's kernels failed on "
                                f"{worker.device}: {e}; expected them to compile there (or "
@@ -274,5 +275,7 @@ def install(registry: Any, hook_type: Any) -> None:
                           hook_type.AROUND)
         registry.register(MASK_POLICY, trees.around_mask_policy, hook_type.AROUND)
         registry.register(f"{GRAMMAR_MASK}.apply", trees.after_grammar_mask, hook_type.AFTER)
+        registry.register(f"{WORKER}.alloc_memory_pool", trees.after_alloc_memory_pool,
+                          hook_type.AFTER)
         registry.register(f"{WORKER}.note_request_finished", after_request_finished,
                           hook_type.AFTER)

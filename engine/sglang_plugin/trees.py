@@ -248,11 +248,9 @@ def refusals(server_args: Any) -> list[str]:
     return bad
 
 
-def warm(nodes: int, device: torch.device | str, vocab: int, kv_pool: Any = None) -> None:
+def warm(nodes: int, device: torch.device | str, vocab: int) -> None:
     """Run a step's tree kernels once on a tiny batch, so that no request pays a compile: Triton
-    compiles on first use, per specialisation of its integer arguments (`vocab`: the target's).
-    SGLang's KV move (`settle`) compiles one variant per power of two of the slots it moves, up
-    to its chunk; each size a batch of trees reaches moves the pool's dummy slot 0 onto itself."""
+    compiles on first use, per specialisation of its integer arguments (`vocab`: the target's)."""
     blocks = torch.zeros((1, nodes), dtype=torch.int64, device=device)
     w = nodes - 1
     top = torch.zeros((1, w, 1 + GUESSES), dtype=torch.int64, device=device)
@@ -263,12 +261,26 @@ def warm(nodes: int, device: torch.device | str, vocab: int, kv_pool: Any = None
     tree_mask_of_parents(parents, torch.ones(1, dtype=torch.int64, device=device))
     tree_settle(tokens, parents, tokens, blocks[:, 1:], ok, torch.zeros(1, dtype=torch.int64,
                                                                     device=device), vocab)
-    if kv_pool is not None:
+
+
+def after_alloc_memory_pool(result, *args, **kwargs):
+    """Once the scheduler has allocated the KV pools (after the DFLASH worker's start, which has
+    none yet): SGLang's KV move (`settle`) compiles one variant per power of two of the slots it
+    moves, up to its chunk; each size a batch of trees reaches moves the dummy slot 0 onto
+    itself, so that no request pays a compile."""
+    worker = args[0]
+    try:
+        kv_pool = worker.model_runner.token_to_kv_pool  # the target's
         chunk = int((getattr(kv_pool, "_kv_copy_config", None) or {}).get("num_locs_upper", 256))
-        size = nodes
+        size = int(worker.block_size)
         while True:
-            slot0 = torch.zeros(min(size, chunk), dtype=torch.int64, device=device)
+            slot0 = torch.zeros(min(size, chunk), dtype=torch.int64, device=worker.device)
             kv_pool.move_kv_cache(slot0, slot0)
             if size >= chunk:
                 break
             size *= 2
+    except Exception as e:
+        raise RuntimeError(f"turnspec sglang plugin: the trees' KV move failed at start on "
+                           f"{worker.device}: {e}; expected SGLang's target KV pool to move "
+                           "slot 0 onto itself (or TURNSPEC_SGLANG_SPEC=lookup)") from e
+    return result

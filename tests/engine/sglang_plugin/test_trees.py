@@ -177,11 +177,12 @@ def test_trees_refuse_what_they_cannot_serve() -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU forms of the kernels")
-def test_the_worker_start_compiles_every_kv_move_a_batch_of_trees_reaches_or_refuses() -> None:
+def test_the_kv_move_compiles_at_start_once_the_pools_exist_and_wide_blocks_are_refused() -> None:
     """SGLang's KV move compiles a kernel per power of two of the slots it moves, up to its
-    chunk: the DFLASH worker's start moves the dummy slot 0 onto itself at each of those sizes
-    (no request pays a compile, no KV changes), after the trees' own kernels ran once. A block
-    wider than the plan's candidates fit is refused at start."""
+    chunk. The DFLASH worker's start runs the trees' own kernels once; its KV pools do not exist
+    yet (the scheduler allocates them after), so the move is warmed after `alloc_memory_pool`:
+    the dummy slot 0 onto itself at each of those sizes (no KV changes). A block wider than the
+    plan's candidates fit is refused at start."""
     class Recorder(Pool):
         _kv_copy_config = {"num_locs_upper": 128}
 
@@ -190,15 +191,18 @@ def test_the_worker_start_compiles_every_kv_move_a_batch_of_trees_reaches_or_ref
             super().move_kv_cache(tgt_loc, src_loc)
 
     moves: list = []
-    pool = Recorder(4)
-    before = pool.k.clone()
-    runner = SimpleNamespace(model_config=SimpleNamespace(vocab_size=V), token_to_kv_pool=pool)
+    runner = SimpleNamespace(model_config=SimpleNamespace(vocab_size=V))  # no pool at __init__
     worker = SimpleNamespace(block_size=16, device="cpu", model_runner=runner)
     args = SimpleNamespace(tp_size=1, speculative_draft_window_size=None, attention_backend="triton",
                            page_size=1, disable_overlap_schedule=False)
     STATE.configure(PluginConfig(mode="trees"))
     try:
         hooks.guard_worker(lambda *a, **k: None, worker, args)
+        with pytest.raises(RuntimeError, match="the trees' KV move failed at start"):
+            trees.after_alloc_memory_pool(None, worker)
+        runner.token_to_kv_pool = pool = Recorder(4)  # what the scheduler's allocation sets
+        before = pool.k.clone()
+        assert trees.after_alloc_memory_pool("kept", worker, None, None, None) == "kept"
     finally:
         STATE.configure(PluginConfig(mode="lookup"))
     assert [len(t) for t, _ in moves] == [16, 32, 64, 128]

@@ -15,8 +15,13 @@
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
 # Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
-# (20 s a level: cells of 10 s swung 20-30%), MEM (0.15 of the GPU a server), SERVERS, UP_S
+# (20 s a level: cells of 10 s swung 20-30%), MEM (0.3: SGLang's mem_fraction_static a server),
+# KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, UP_S
 # (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
+# Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
+# was free at its start, so servers loading side by side race for it (the last to profile got a
+# pool that queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
+# which each can reach whatever the order; `up` prints the pools and fails if one is short.
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
 set -uo pipefail
@@ -25,7 +30,9 @@ if [ -d /tmp/sgsite ]; then
   source scripts/gpu/sglang_env.sh
   D=${DRAFTER:-/tmp/sgcarry/drafter}; DRY=; PY=python3
   LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-20}
-  ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.15}" --sglang-arg cuda_graph_max_bs_decode=32)
+  KV=${KV_TOKENS:-100000}
+  ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.3}" --sglang-arg cuda_graph_max_bs_decode=32
+       --sglang-arg "max_total_tokens=$KV")
   SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-device sg-lookup}
 else
   ts() { .venv/bin/turnspec "$@"; }
@@ -55,7 +62,8 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
-      --dtype bfloat16 --mem-fraction-static "${MEM:-0.15}" --cuda-graph-max-bs-decode 32 \
+      --dtype bfloat16 --mem-fraction-static "${MEM:-0.3}" --cuda-graph-max-bs-decode 32 \
+      --max-total-tokens "$KV" \
       --enable-metrics --host 127.0.0.1 --port "$port" > $R/$name.log 2>&1 < /dev/null &
   else
     setsid nohup "$PY" -m turnspec.cli.main serve "${ENG[@]}" --model "$M" "${args[@]}" \
@@ -72,6 +80,21 @@ load() {  # load NAME URL FILE MODE MAXTOK [ARGS...]
     --out $R/$name.json "$@" > $R/$name.txt 2>&1
   echo "== $name after ${SECONDS}s"; grep -E '^(turns:|TTFT )' $R/$name.txt
 }
+pool() {  # pool NAME: its KV pool in tokens as the server reports it (0: not reported yet)
+  local p=${PORT[$1]}
+  if [ "${1%%-*}" = sg ]; then curl -s "http://127.0.0.1:$p/server_info" | $PY -c \
+    'import json, sys; print(int(json.load(sys.stdin).get("max_total_num_tokens") or 0))' 2>/dev/null || echo 0
+  else curl -s "http://127.0.0.1:$p/metrics" | awk '/^turnspec_engine_total_kv_blocks/ {v = int($2)}
+    END {print v + 0}'; fi
+}
+pools() {  # every server's pool, after up; a pool short of KV_TOKENS fails the call
+  local short=
+  for n in $SERVERS; do
+    t=0; for _ in 1 2 3 4 5 6 7 8 9 10; do t=$(pool "$n"); [ "$t" -gt 0 ] && break; sleep 1; done
+    echo "$n KV pool: $t tokens"; [ "$t" -lt "$KV" ] && short+=" $n"
+  done
+  [ -z "$short" ] || { echo "pool short of KV_TOKENS=$KV on:$short (raise MEM or STAGGER)"; return 1; }
+}
 pack() { tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null); }
 info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)
   curl -s "http://127.0.0.1:${PORT[sg-lookup]}/server_info" > $R/sg-lookup-info-$1.json || true
@@ -85,22 +108,24 @@ up)
   for n in $SERVERS; do start $n; sleep "${STAGGER:-0}"; done  # STAGGER: SGLang sizes its KV
   # cache from the memory free while it loads, which a neighbour loading at once can take
   trap pack EXIT  # the logs come back even when the call runs out of time
-  left=" $SERVERS "; deadline=$((SECONDS + ${UP_S:-300}))
+  left=" $SERVERS "; dead=; deadline=$((SECONDS + ${UP_S:-300}))
   while [ -n "${left// /}" ] && [ $SECONDS -lt $deadline ]; do  # all at once: who is slow shows
     for n in $left; do
       if healthy "${PORT[$n]}"; then echo "$n up after ${SECONDS}s"; left=${left/ $n / }
       elif ! kill -0 "$(cat $R/$n.pid)" 2>/dev/null; then
-        echo "$n died"; tail -n 30 $R/$n.log; left=${left/ $n / }
+        echo "$n died"; tail -n 30 $R/$n.log; left=${left/ $n / }; dead+=" $n"
       fi
     done; sleep 0.5
   done
   for n in $left; do echo "$n not up after ${SECONDS}s"; tail -n 30 $R/$n.log; done
+  [ -z "${left// /}$dead" ] || exit 1  # a missing server leaves no ratio; `run` refuses too
+  [ -n "$DRY" ] || pools
   ;;
 run)
   wl=${2:?run voice|generic}
   for n in $SERVERS; do
     p=${PORT[$n]}
-    healthy "$p" || { echo "$n is not up"; tail -n 20 $R/$n.log; continue; }
+    healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
     case $n:$wl in
       sg-*:voice) load $n-voice http://127.0.0.1:$p/generate $R/voice-ids.jsonl grammar 96 ;;
       sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none 160 ;;

@@ -13,11 +13,13 @@ declare -A PORT=([off]=18040 [lookup]=18041 [trees]=18042)
 M=$(ts models prepare 2>/dev/null | tail -n 1)
 ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
   --conversations 119 --max-tokens 160 --model "$M" --no-tools > /dev/null
-for m in $MODES; do  # every server at once, STAGGER s apart (each sizes its KV from free memory)
+for m in $MODES; do  # every server at once, STAGGER s apart; each KV pool capped at KV_TOKENS,
+  # which each reaches whichever profiles its memory last (plugin_load.sh says why)
   TURNSPEC_SGLANG_SPEC=$m setsid nohup python3 -m sglang.launch_server --model-path "$M" \
     --speculative-algorithm DFLASH --speculative-draft-model-path /tmp/sgcarry/drafter \
     --attention-backend triton --sampling-backend pytorch --dtype bfloat16 \
-    --mem-fraction-static "${MEM:-0.3}" --cuda-graph-max-bs-decode 32 --enable-metrics \
+    --mem-fraction-static "${MEM:-0.3}" --max-total-tokens "${KV_TOKENS:-100000}" \
+    --cuda-graph-max-bs-decode 32 --enable-metrics \
     --host 127.0.0.1 --port "${PORT[$m]}" > $R/$m-server.log 2>&1 < /dev/null &
   echo $! > $R/$m.pid; sleep "${STAGGER:-10}"
 done

@@ -38,6 +38,7 @@ class Hardware:
 
 # Spec sheets: HBM bandwidth and dense bf16 tensor-core peak (no sparsity).
 HARDWARE: dict[str, Hardware] = {
+    "h100": Hardware("h100", bandwidth=3.35e12, peak_flops=989e12),  # SXM5 80 GB HBM3
     "h200": Hardware("h200", bandwidth=4.8e12, peak_flops=989e12),
     "b200": Hardware("b200", bandwidth=8.0e12, peak_flops=2.25e15),
 }

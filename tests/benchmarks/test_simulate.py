@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,7 @@ def test_bad_inputs_say_what_was_expected(tmp_path: Path) -> None:
         load_drafter("eagle", t)
     with pytest.raises(ValueError, match="reuses the target's LM head"):
         load_drafter(str(DRAFTER_DIR), t)  # SmolLM2's drafter (576 wide) on Qwen3-8B (4096)
-    with pytest.raises(ValueError, match="expected one of h200, b200"):
+    with pytest.raises(ValueError, match="expected one of h100, h200, b200"):
         hardware("a100")
     with pytest.raises(ValueError, match="expected >= 2"):
         Simulation(t, dflash_preset(t), hardware("h200")).predict(1, 1, 1024.0)
@@ -175,6 +176,8 @@ def test_bad_inputs_say_what_was_expected(tmp_path: Path) -> None:
 def test_measured_example_against_its_predictions() -> None:
     run = read_measured(EXAMPLE)
     assert run.context == 1024 + 64 and run.hardware_name() == "h200"
+    h100 = replace(run, device="NVIDIA H100 80GB HBM3")  # the lent H100's name
+    assert h100.hardware_name() == "h100" and hardware("h100").bandwidth == 3.35e12
     t = TransformerShape.from_hf_dict(run.model_config or {})
     d = DrafterShape.from_hf_dict(run.drafter_config or {})
     assert t == MODEL_PRESETS["qwen3-8b"] and d == dflash_preset(t)

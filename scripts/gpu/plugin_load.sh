@@ -7,7 +7,9 @@
 #   bash scripts/gpu/plugin_load.sh run generic  # `turnspec loadtest --sweep`, then `down`
 # Servers: ts-none (--speculator none), ts-stock (DFLASH, the drafter alone), ts-lookup
 # (DFLASH + --sglang-spec lookup --sglang-spec-plan-at verify: planned on the host), ts-device
-# (the default, planned on the GPU), ts-trees (--sglang-spec trees: verify trees), all `turnspec
+# (the default, planned on the GPU), ts-trees (--sglang-spec trees: verify trees), ts-trees32 (the
+# same with --spec-block-size 32: a 32-node tree a row, the drafter's block of 16 beside more
+# branches), all `turnspec
 # serve --engine sglang`; sg-lookup is `python -m sglang.launch_server` with DFLASH and the
 # plugin armed (TURNSPEC_SGLANG_SPEC=$SG_SPEC: lookup, or trees).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
@@ -48,7 +50,7 @@ SG_PLAN_AT=${SG_PLAN_AT:-device}  # sg-lookup's plan point; its peer for the 5% 
 SG_SPEC=${SG_SPEC:-lookup}        # sg-lookup's TURNSPEC_SGLANG_SPEC: lookup, or trees
 declare -A PEER=([verify]=ts-lookup [device]=ts-device [trees]=ts-trees)
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
-                 [ts-trees]=18037)
+                 [ts-trees]=18037 [ts-trees32]=18038)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
@@ -57,6 +59,7 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-lookup) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at verify) ;;
     ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
     ts-trees) args=(--speculator "$D" --sglang-spec trees) ;;
+    ts-trees32) args=(--speculator "$D" --sglang-spec trees --spec-block-size 32) ;;
   esac
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT setsid nohup python3 -m sglang.launch_server --model-path "$M" \

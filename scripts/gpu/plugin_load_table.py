@@ -13,7 +13,8 @@ SGLang's own server, with the issue's bars:
 RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
 the host: --sglang-spec-plan-at verify), ts-device (planning on the GPU, the default: the plugin
 the bars judge where it ran; ts-lookup is then judged by the same tok/s bar as `verify`),
-ts-trees (verify trees, --sglang-spec trees: judged first where it ran), sg-lookup and WORKLOAD
+ts-trees (verify trees, --sglang-spec trees: judged first where it ran), ts-trees32 (trees of 32
+nodes: shown, not judged), sg-lookup and WORKLOAD
 in voice, generic; a missing file leaves its cells empty.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 
 from same_tokens_table import levels
 
-NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "ts-trees", "sg-lookup")
+NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "ts-trees", "ts-trees32", "sg-lookup")
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
@@ -117,7 +118,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--json", type=Path)
-    p.add_argument("--own-peer", choices=NAMES[2:5], default="ts-device",
+    p.add_argument("--own-peer", choices=NAMES[2:6], default="ts-device",
                    help="the turnspec server SGLang's own is held to (the same plan point)")
     args = p.parse_args()
     rows = table(args.folder, args.own_peer)

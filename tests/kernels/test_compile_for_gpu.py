@@ -30,20 +30,22 @@ CASES = [(plan_lookup._choose_kernel, {**CHOOSE, "rows_ptr": rows},
 CASES += [(plan_lookup._append_kernel, {**APPEND, "tok_ptr": tok},
            {"STRIDE": s, "SP": 16, "HAS_COUNTS": c})
           for s, c, tok in ((1, False, "*i64"), (1, False, "*i32"), (16, True, "*i64"))]
-# verify trees: the mask (SGLang's layout) and the accept walk, at 16 nodes
+# verify trees: the mask (SGLang's layout), the accept walk and the plan, at 16 and 32 nodes
 CASES += [(tree_mask._tree_mask_kernel, {"anc_ptr": anc, "lens_ptr": "*i64", "offs_ptr": "*i64",
            "out_ptr": "*u8", "sa_b": "i64", "sa_q": "i64", "sa_k": "i64", "cap": "i64"},
-           {"N": 16, "BLOCK": 16, "FROM_PARENTS": fp}) for anc, fp in (("*u8", False), ("*i64", True))]
+           {"N": n, "BLOCK": n, "FROM_PARENTS": fp}) for anc, fp in (("*u8", False), ("*i64", True))
+          for n in (16, 32)]
 CASES += [(tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
-           "path_ptr", "len_ptr")}, {"N": 16, "BLOCK": 16}),
-          (tree_accept._tree_settle_kernel, {**{n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
+           "path_ptr", "len_ptr")}, {"N": 16, "BLOCK": 16})]
+CASES += [(tree_accept._tree_settle_kernel, {**{n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
            "draft_ptr", "flat_ptr", "count_ptr")}, "branch_ptr": "*i32", "vocab": "i32"},
-           {"N": 16, "BLOCK": 16}),
-          (tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i64",
+           {"N": n, "BLOCK": n}) for n in (16, 32)]
+CASES += [(tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i64",
            "gs_row": "i32", "gs_pos": "i32", "lp_ptr": "*fp32", "cont_ptr": "*i64",
            "unr_ptr": "*fp32", "ok_ptr": "*u8",
            "lanes_ptr": "*i32", "tok_ptr": "*i64", "par_ptr": "*i64", "dep_ptr": "*i64",
-           "C": "i32"}, {"TIE": tree_plan.TIE, "W": 15, "G": 3, "CP": 512, "NP": 16})]
+           "C": "i32"}, {"TIE": tree_plan.TIE, "W": w, "G": 3, "CP": cp, "NP": np_})
+          for w, cp, np_ in ((15, 512, 16), (31, 2048, 32))]  # DFLASH blocks of 16 and 32
 for kernel, types, consts in CASES:
     names = kernel.arg_names
     sig = {n: "constexpr" if n in consts else types[n] for n in names}
@@ -59,4 +61,4 @@ def test_the_plugin_kernels_compile_for_sm90() -> None:
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("compiled") == 16
+    assert done.stdout.count("compiled") == 20

@@ -3,7 +3,7 @@
 
 usage (on the device, after `sglang.sh unpack`; one mode a process, as SGLang starts one engine
 a process cleanly):
-    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees|trees-learn OUT.json [--n 64]
+    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees|trees-learn|trees32 OUT.json [--n 64]
     python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json, ...
 
 `lookup` plans on the host before the verify (TURNSPEC_SGLANG_PLAN_AT=verify), `device` on the
@@ -30,10 +30,12 @@ ROOT = Path(__file__).resolve().parents[2]
 EVALSET = ROOT / "docs/gpu-runs/2026-12-04-copy-rule/evalset-samples.jsonl.gz"
 SPLITS = ("independent-voice", "independent-generic")
 CHUNK = 32  # prompts a generate call (cuda_graph_max_bs_decode below)
-MODES = ("none", "stock", "lookup", "device", "trees", "trees-learn")
+MODES = ("none", "stock", "lookup", "device", "trees", "trees-learn", "trees32")
 # the plugin's modes; trees-learn: trees with a learning datastore (later batches draw on the
-# answers of earlier ones: other conversations of the same kinds)
-PLAN_AT = {"lookup": "verify", "device": "device", "trees": "device", "trees-learn": "device"}
+# answers of earlier ones: other conversations of the same kinds); trees32: trees of 32 nodes
+# a row (DFLASH's block of 32: the drafter's 31 drafts, more swaps and the lookup among them)
+PLAN_AT = {"lookup": "verify", "device": "device", "trees": "device", "trees-learn": "device",
+           "trees32": "device"}
 
 
 def turns(n: int) -> list[tuple[str, str, list[int]]]:
@@ -63,6 +65,8 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
           "cuda_graph_max_bs_decode": 32}
     if mode != "none":
         kw |= {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": drafter}
+    if mode == "trees32":
+        kw["speculative_num_draft_tokens"] = 32
     todo = turns(n)
     engine = sglang.Engine(**kw)
     params = {"temperature": 0, "max_new_tokens": max_new}

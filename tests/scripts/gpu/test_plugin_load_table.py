@@ -1,0 +1,58 @@
+"""scripts/gpu/plugin_load_table.py: issue 53's load table and its bars, judged on the trees
+server where it ran (a 32-node one is shown beside it, not judged), else the device plan."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts/gpu"))  # the table imports same_tokens_table as a sibling
+spec = importlib.util.spec_from_file_location("plugin_load_table",
+                                              ROOT / "scripts/gpu/plugin_load_table.py")
+plugin_load_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plugin_load_table)
+
+
+def _run(c: int, tok_s: float, ttft: float, tau: float | None = None) -> dict:
+    throughput = {"output_tokens_per_s": tok_s} | ({"tau": tau} if tau else {})
+    return {"load": {"concurrency": c}, "throughput": throughput, "requests": {"errors": 0},
+            "metrics": {"ttft_ms": {"p50": ttft}}}
+
+
+def _write(folder: Path, name: str, workload: str, cells: dict[int, tuple]) -> None:
+    runs = [_run(c, *cell) for c, cell in sorted(cells.items())]
+    (folder / f"{name}-{workload}.json").write_text(json.dumps({**runs[-1], "runs": runs}))
+
+
+def test_bars_judge_trees_against_stock_and_none(tmp_path: Path) -> None:
+    _write(tmp_path, "ts-none", "voice", {1: (400, 50.0), 8: (1700, 80.0), 32: (3500, 150.0)})
+    _write(tmp_path, "ts-stock", "voice", {1: (500, 40.0, 3.1), 8: (1600, 80.0), 32: (2600, 170.0)})
+    _write(tmp_path, "ts-device", "voice", {1: (600, 33.0), 8: (1900, 60.0), 32: (3100, 100.0)})
+    # trees: 1.5x stock at one stream, TTFT within 1 ms of stock's only at 8, 3,390 at 32 streams
+    # is just under 0.97 x 3,500 = 3,395 (the better of stock and none)
+    _write(tmp_path, "ts-trees", "voice", {1: (750, 41.5, 4.4), 8: (1920, 80.9), 32: (3390, 90.0)})
+    _write(tmp_path, "ts-trees32", "voice", {1: (100, 99.0), 8: (100, 99.0), 32: (100, 99.0)})
+    _write(tmp_path, "sg-lookup", "voice", {1: (720, 40.0), 8: (1700, 80.0), 32: (3300, 90.0)})
+    rows = {r["concurrency"]: r for r in plugin_load_table.table(tmp_path, "ts-trees")}
+    assert rows[1]["bars"] == {"c1": True, "ttft": False, "own_server": True}
+    assert rows[8]["bars"] == {"c8": True, "ttft": True, "own_server": False}
+    assert rows[32]["bars"]["c32"] is False
+    assert rows[1]["ts-trees"]["tau"] == 4.4 and rows[1]["ts-trees32"]["tok_s"] == 100
+
+
+def test_missing_peers_leave_bars_open_and_judging_falls_back(tmp_path: Path, capsys) -> None:
+    _write(tmp_path, "ts-stock", "generic", {1: (500, 20.0), 32: (5000, 40.0)})
+    _write(tmp_path, "ts-device", "generic", {1: (600, 20.5), 32: (5200, 39.0)})
+    rows = {r["concurrency"]: r for r in plugin_load_table.table(tmp_path)}
+    assert rows[1]["bars"]["c1"] is True  # the device plan judged: 600 >= 1.2 x 500
+    assert rows[32]["bars"]["c32"] is None  # no ts-none: no floor at 32 streams
+    assert rows[1]["bars"]["own_server"] is None
+    plugin_load_table.show(list(rows.values()))
+    assert "c32:-" in capsys.readouterr().out
+    assert plugin_load_table.floor("voice", 4, 500.0, 400.0) is None
+    assert plugin_load_table.floor("voice", 32, 500.0, 400.0) == pytest.approx(485.0)

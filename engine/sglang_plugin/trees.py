@@ -130,12 +130,11 @@ def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     sibling [b, N] int64 (-1 for none; children in node order), from parents [b, N] (-1 the
     root). A chain's are SGLang's own linear links."""
     b, n = parents.shape
-    idx = torch.arange(n, device=parents.device)
-    none = torch.tensor(n, device=parents.device)
-    child = parents.unsqueeze(1) == idx.view(1, n, 1)                  # [b, p, j]: p is j's parent
-    first = torch.where(child, idx, none).amin(dim=2)
+    idx = torch.arange(n, device=parents.device)  # n below stands for none (a Python scalar;
+    child = parents.unsqueeze(1) == idx.view(1, n, 1)  # a tensor of it is a copy that waits)
+    first = torch.where(child, idx, n).amin(dim=2)                     # [b, p, j]: p is j's parent
     later = (parents.unsqueeze(2) == parents.unsqueeze(1)) & (idx.view(1, 1, n) > idx.view(1, n, 1))
-    sibling = torch.where(later, idx, none).amin(dim=2)                # [b, j]: the next with j's parent
+    sibling = torch.where(later, idx, n).amin(dim=2)                   # [b, j]: the next with j's parent
     return first.masked_fill(first == n, -1), sibling.masked_fill(sibling == n, -1)
 
 

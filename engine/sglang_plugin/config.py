@@ -11,6 +11,8 @@ environment of the process that started them).
                                     continuation is a tree branch (trees only; datastore.py)
     TURNSPEC_SGLANG_DATASTORE_LEARN N: the served answers join it, the newest N tokens kept
                                     (--spec-datastore-learn; 0 or unset: off)
+    TURNSPEC_SGLANG_SYNC_CHECK      1: count the host syncs inside the plugin's step work
+                                    (state.sync_free; a check for tests, 0 or unset: off)
 
 `turnspec serve --engine sglang` sets these from its own flags (engine/sglang_args.py); a user of
 SGLang's own server exports them before `python -m sglang.launch_server`.
@@ -30,6 +32,7 @@ ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
 ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
 ENV_DATASTORE = "TURNSPEC_SGLANG_DATASTORE"
 ENV_LEARN = "TURNSPEC_SGLANG_DATASTORE_LEARN"
+ENV_SYNC_CHECK = "TURNSPEC_SGLANG_SYNC_CHECK"
 
 
 @dataclass(slots=True, frozen=True)
@@ -45,6 +48,7 @@ class PluginConfig:
     plan_at: str = "device"
     datastore: str | None = None  # `datastore`: a store of earlier answers (a path)
     learn_tokens: int = 0  # > 0: served answers join the store, the newest this many tokens
+    sync_check: bool = False  # count host syncs inside the plugin's step work (state.sync_free)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -81,12 +85,16 @@ class PluginConfig:
         learn = env.get(ENV_LEARN) or "0"
         if not learn.isdigit():
             raise ValueError(f"{ENV_LEARN}={learn!r}: expected a number of tokens")
+        check = env.get(ENV_SYNC_CHECK) or "0"
+        if check not in ("0", "1"):
+            raise ValueError(f"{ENV_SYNC_CHECK}={check!r}: expected 0 or 1")
         return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below,
                    plan_at=env.get(ENV_PLAN_AT, "device") or "device",
-                   datastore=env.get(ENV_DATASTORE) or None, learn_tokens=int(learn))
+                   datastore=env.get(ENV_DATASTORE) or None, learn_tokens=int(learn),
+                   sync_check=check == "1")
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""
         return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below),
                 ENV_PLAN_AT: self.plan_at, ENV_DATASTORE: self.datastore or "",
-                ENV_LEARN: str(self.learn_tokens)}
+                ENV_LEARN: str(self.learn_tokens), ENV_SYNC_CHECK: str(int(self.sync_check))}

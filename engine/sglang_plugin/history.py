@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from turnspec.engine.sglang_plugin.state import sync_free
 from turnspec.kernels.plan_lookup import append
 
 
@@ -38,6 +39,7 @@ class DeviceHistory:
         """The most tokens a row holds."""
         return int(self.tokens.shape[1]) - 1
 
+    @sync_free
     def write(self, reqs: list[Any]) -> None:
         """Rows of `reqs` (at their prefill) from the scheduler's record, one host-to-device copy."""
         rows, cols, toks, ends = [], [], [], []
@@ -55,6 +57,7 @@ class DeviceHistory:
         at = torch.tensor(ends, dtype=torch.int64, pin_memory=pin).to(dev, non_blocking=True)
         self.lengths[at[:, 0]] = at[:, 1]
 
+    @sync_free
     def append(self, rows: torch.Tensor, tokens: torch.Tensor, counts: torch.Tensor | None,
                stride: int) -> None:
         """A step's commits, on the device: batch row i (history row `rows[i]`) committed

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin.state import STATE, StepContext
+from turnspec.engine.sglang_plugin.state import STATE, StepContext, sync_free
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH, RowInput, plan_step
 from turnspec.engine.spec.proposers.drafter import blocks_from
 from turnspec.kernels.plan_lookup import choose
@@ -106,6 +106,7 @@ def row_flags(ok: list[bool], grammar: list[bool], device: torch.device) -> torc
                         pin_memory=device.type == "cuda").to(device, non_blocking=True)
 
 
+@sync_free
 def swap_on_device(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = False) -> None:
     """`swap_blocks` without the host (plan_at "device"): each row's lookup continuation is
     found on the GPU over the tokens kept there (history.py) and the planner's rule picks

@@ -4,7 +4,10 @@ not yet added to its requests (overlap scheduling), and counters."""
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +77,7 @@ class PluginState:
     mask_checked: bool = False  # mode "trees": the verify graphs' mask buffer was checked
     store: Any | None = None  # the datastore branch (datastore.StoreBranch), built at start
     stats: Counter = field(default_factory=Counter)
+    sync_sites: set[str] = field(default_factory=set)  # where sync_free saw a host sync
     # counters kept on the device (plan_at "device": reading them each step would wait for it),
     # DEVICE_COUNTERS in order
     device_stats: Any | None = None
@@ -99,7 +103,32 @@ class PluginState:
         if self.device_stats is not None:
             for name, value in zip(DEVICE_COUNTERS, self.device_stats.tolist(), strict=True):
                 stats[name] += value
-        return {"mode": self.config.mode, **dict(stats)}
+        out = {"mode": self.config.mode, **dict(stats)}
+        if self.config.sync_check:
+            out["host_sync_sites"] = sorted(self.sync_sites)
+        return out
 
 
 STATE = PluginState()
+
+
+def sync_free(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, the plugin's own work in a step, meant never to wait for the GPU. With the config's
+    sync_check on CUDA, torch's sync debug mode watches it: each host sync inside (an .item(), a
+    blocking copy) counts in `host_syncs`, its file:line in the report's `host_sync_sites`."""
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if not (STATE.config.sync_check and torch.cuda.is_available()):
+            return fn(*args, **kwargs)
+        before = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                return fn(*args, **kwargs)
+        finally:
+            torch.cuda.set_sync_debug_mode(before)
+            syncs = [w for w in caught if "synchroniz" in str(w.message)]
+            STATE.stats["host_syncs"] += len(syncs)
+            STATE.sync_sites.update(f"{w.filename}:{w.lineno}" for w in syncs)
+    return checked

@@ -44,7 +44,7 @@ import torch
 
 from turnspec.engine.sglang_plugin.datastore import aligned
 from turnspec.engine.sglang_plugin.lookup_swap import row_flags
-from turnspec.engine.sglang_plugin.state import STATE, StepContext
+from turnspec.engine.sglang_plugin.state import STATE, StepContext, sync_free
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import choose
 from turnspec.kernels.tree_accept import tree_settle
@@ -86,6 +86,7 @@ def chain(blocks: torch.Tensor) -> Tree:
     return Tree(blocks, nodes - 1, nodes, torch.zeros(bs, dtype=torch.bool, device=blocks.device))
 
 
+@sync_free
 def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[bool],
          top: tuple[torch.Tensor, torch.Tensor]) -> None:
     """Step 1 (module doc) into `blocks` [b, N]; `ok`: rows the plan may change (a row under a
@@ -138,6 +139,7 @@ def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return first.masked_fill(first == n, -1), sibling.masked_fill(sibling == n, -1)
 
 
+@sync_free
 def attach(tree: Tree, verify: Any, batch: Any, attn_backend: Any) -> None:
     """Step 2: the mask and the positions on SGLang's verify input `verify` (DFlashVerifyInput).
     The mask is written straight into the attention backend's verify-mask buffer, the one its
@@ -178,6 +180,7 @@ def full_layout(buffer: Any) -> bool:
     return getattr(buffer.mode, "name", "") == "FULL_MASK" and buffer.buffer.dtype == torch.uint8
 
 
+@sync_free
 def settle(tree: Tree, logits_output: Any, out_cache_loc: torch.Tensor, kv_pool: Any) -> None:
     """Step 3: the verify's outputs and the path's KV in path order, the block rewritten
     (kernels/tree_accept.py `tree_settle`, one launch besides the gathers)."""

@@ -2,7 +2,8 @@
 and the plugin's entry point): greedy turns through DFLASH with the plugin's trees answer as
 SGLang without speculation does, and some accepted paths leave the drafter's chain; the same
 under a JSON-schema grammar (SGLang's grammar walk follows the trees), where every answer also
-fits the schema, with a learning datastore drafting from the first batch's answers.
+fits the schema, with a learning datastore drafting from the first batch's answers; and the
+plugin's own step work counts no host sync (TURNSPEC_SGLANG_SYNC_CHECK, state.sync_free).
 
 This is the test that fails if the tree mask is not applied under CUDA graphs: the trees put
 branch nodes of a shallow depth before the chain's deeper nodes, so under a causal mask every
@@ -90,7 +91,8 @@ def test_trees_answer_as_no_speculation_and_branches_pay(smollm2_dir: Path,
     assert ref.returncode == 0, ref.stderr[-3000:]
     want = json.loads(ref.stdout.split("OUT", 1)[1])
 
-    arm(PluginConfig(mode="trees", learn_tokens=100_000))  # the first batch's answers are learned
+    # the first batch's answers are learned; every host sync in the plugin's step work is counted
+    arm(PluginConfig(mode="trees", learn_tokens=100_000, sync_check=True))
     eng = sglang.Engine(**kw, speculative_algorithm="DFLASH", speculative_draft_model_path=(
         os.environ.get("TURNSPEC_SGLANG_DRAFTER", str(DEFAULT_DRAFTER_DIR))))
     try:
@@ -120,3 +122,5 @@ def test_trees_answer_as_no_speculation_and_branches_pay(smollm2_dir: Path,
     assert same >= len(pairs) - 1, (same, reports)
     for g, w in pairs:
         assert g[:24] == w[:24], (g[:24], w[:24])
+    # the plugin's own step work (plan, mask, settle, the kept tokens) never waited for the GPU
+    assert grammar.get("host_syncs", 0) == 0, grammar.get("host_sync_sites")

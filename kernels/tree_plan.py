@@ -113,7 +113,7 @@ def _lanes(width: int, guesses: int, device: str) -> torch.Tensor:
     """Every candidate's (kind, j, g, k, parent candidate) as [5, C] int32, in the reference's
     order: the chain, the swaps by (g, j, k), the lookup (its parents depend on where it leaves
     the block: the kernel sets the first's)."""
-    js, gs, ks, sparent, t = _layout(width, guesses, device)
+    js, gs, ks, sparent, t = _layout(width, guesses, "cpu")
     w = width
     pos = list(range(w))
     kind = [0] * w + [1] * len(js) + [2] * w
@@ -121,7 +121,10 @@ def _lanes(width: int, guesses: int, device: str) -> torch.Tensor:
     g = [0] * w + gs.tolist() + [0] * w
     k = pos + ks.tolist() + pos
     par = [p - 1 if p else t for p in pos] + sparent.tolist() + [t - w + p - 1 for p in pos]
-    return torch.tensor([kind, j, g, k, par], dtype=torch.int32, device=device)
+    lanes = torch.tensor([kind, j, g, k, par], dtype=torch.int32)
+    if torch.device(device).type == "cuda":  # pinned: the copy does not wait for the stream
+        return lanes.pin_memory().to(device, non_blocking=True)
+    return lanes.to(device)
 
 
 @triton.jit

@@ -23,7 +23,7 @@
 # Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
 # was free at its start, so servers loading side by side race for it (the last to profile got a
 # pool that queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
-# which each can reach whatever the order; `up` prints the pools and fails if one is short.
+# which each can reach whatever the order; `up` and `run` print the pools and fail on a short one.
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
 set -uo pipefail
@@ -90,10 +90,11 @@ pool() {  # pool NAME: its KV pool in tokens as the server reports it (0: not re
   else curl -s "http://127.0.0.1:$p/metrics" | awk '/^turnspec_engine_total_kv_blocks/ {v = int($2)}
     END {print v + 0}'; fi
 }
-pools() {  # every server's pool, after up; a pool short of KV_TOKENS fails the call
-  local short=
+pools() {  # every server's pool; one reported short of KV_TOKENS fails the call (turnspec's
+  local short=  # servers report theirs once SGLang published a load snapshot: after a prefill)
   for n in $SERVERS; do
-    t=0; for _ in 1 2 3 4 5 6 7 8 9 10; do t=$(pool "$n"); [ "$t" -gt 0 ] && break; sleep 1; done
+    t=$(pool "$n")
+    if [ "$t" -eq 0 ]; then echo "$n KV pool: not reported yet"; continue; fi
     echo "$n KV pool: $t tokens"; [ "$t" -lt "$KV" ] && short+=" $n"
   done
   [ -z "$short" ] || { echo "pool short of KV_TOKENS=$KV on:$short (raise MEM or STAGGER)"; return 1; }
@@ -137,7 +138,7 @@ run)
       *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none 160 ;;
     esac
   done
-  [ -n "$DRY" ] || info "$wl"
+  [ -n "$DRY" ] || { info "$wl"; pools || echo "(these cells ran on a short pool)"; }
   if [ "$wl" = generic ]; then
     down
     peer=${PEER[$SG_PLAN_AT]}; [ "$SG_SPEC" = trees ] && peer=ts-trees

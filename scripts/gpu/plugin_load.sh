@@ -21,8 +21,8 @@
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, UP_S
 # (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
 # Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
-# was free at its start, so servers loading side by side race for it (the last to profile got a
-# pool that queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
+# was free at its start, so servers loading side by side race for it (the suspect when a stock
+# server queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
 # which each can reach whatever the order; `up` and `run` print the pools and fail on a short one.
 # Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
 # ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.

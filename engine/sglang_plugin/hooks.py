@@ -62,7 +62,7 @@ from turnspec.engine.sglang_plugin.lookup_swap import (
     swap_on_device,
     swappable,
 )
-from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext
+from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext, arg
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import warm
 
@@ -71,11 +71,6 @@ def top_k() -> int:
     """Top tokens kept per draft position: the lookup rule reads the drafter's own; a tree also
     its next guesses (trees.GUESSES)."""
     return 1 + trees.GUESSES if STATE.config.mode == "trees" else 1
-
-
-def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
-    """A hooked call's argument, however the caller passed it."""
-    return args[index] if len(args) > index else kwargs[name]
 
 
 def around_forward(original, *args, **kwargs):

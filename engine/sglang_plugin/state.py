@@ -112,6 +112,11 @@ class PluginState:
 STATE = PluginState()
 
 
+def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
+    """A hooked call's argument, however the caller passed it."""
+    return args[index] if len(args) > index else kwargs[name]
+
+
 def sync_free(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`, the plugin's own work in a step, meant never to wait for the GPU. With the config's
     sync_check on CUDA, torch's sync debug mode watches it: each host sync inside (an .item(), a

@@ -44,7 +44,7 @@ import torch
 
 from turnspec.engine.sglang_plugin.datastore import aligned
 from turnspec.engine.sglang_plugin.lookup_swap import row_flags
-from turnspec.engine.sglang_plugin.state import STATE, StepContext, sync_free
+from turnspec.engine.sglang_plugin.state import STATE, StepContext, arg, sync_free
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import choose
 from turnspec.kernels.tree_accept import tree_settle
@@ -131,9 +131,10 @@ def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     sibling [b, N] int64 (-1 for none; children in node order), from parents [b, N] (-1 the
     root). A chain's are SGLang's own linear links."""
     b, n = parents.shape
-    idx = torch.arange(n, device=parents.device)  # n below stands for none (a Python scalar;
-    child = parents.unsqueeze(1) == idx.view(1, n, 1)  # a tensor of it is a copy that waits)
-    first = torch.where(child, idx, n).amin(dim=2)                     # [b, p, j]: p is j's parent
+    # n stands for "none" as a Python scalar: a tensor of it would be a copy that waits
+    idx = torch.arange(n, device=parents.device)
+    child = parents.unsqueeze(1) == idx.view(1, n, 1)                  # [b, p, j]: p is j's parent
+    first = torch.where(child, idx, n).amin(dim=2)
     later = (parents.unsqueeze(2) == parents.unsqueeze(1)) & (idx.view(1, 1, n) > idx.view(1, n, 1))
     sibling = torch.where(later, idx, n).amin(dim=2)                   # [b, j]: the next with j's parent
     return first.masked_fill(first == n, -1), sibling.masked_fill(sibling == n, -1)
@@ -210,7 +211,7 @@ def around_target_forward(original, *args, **kwargs):
     tree = step.tree if step is not None else None
     if kwargs.get("is_verify") and tree is not None and tree.attached and not tree.settled:
         worker = args[0]
-        fb = args[2] if len(args) > 2 else kwargs["forward_batch"]
+        fb = arg(args, kwargs, 2, "forward_batch")
         work = (out.logits_output, fb.out_cache_loc, worker.model_runner.token_to_kv_pool)
         if tree.grammar:
             tree.pending = work  # after the grammar's mask (after_grammar_mask)

@@ -51,23 +51,24 @@ def steps(evs: list[dict]) -> list[dict]:
     return out
 
 
+def totals(named: list[tuple[str, float]]) -> list[tuple[str, float, int]]:
+    """(name, total ms, calls) of (name, duration us) pairs, longest first."""
+    tot, calls = defaultdict(float), Counter()
+    for name, dur in named:
+        tot[name] += dur / 1e3
+        calls[name] += 1
+    return sorted(((n, t, calls[n]) for n, t in tot.items()), key=lambda x: -x[1])
+
+
 def host_time(evs: list[dict]) -> list[tuple[str, float, int]]:
     """(function, total ms, calls) of the plugin's and DFLASH's Python functions, longest first."""
-    tot, calls = defaultdict(float), Counter()
-    for e in evs:
-        if e.get("cat") == "python_function" and any(k in e["name"] for k in OURS):
-            tot[e["name"]] += e["dur"] / 1e3
-            calls[e["name"]] += 1
-    return sorted(((n, t, calls[n]) for n, t in tot.items()), key=lambda x: -x[1])
+    return totals([(e["name"], e["dur"]) for e in evs if e.get("cat") == "python_function"
+                   and any(k in e["name"] for k in OURS)])
 
 
 def kernels(evs: list[dict]) -> list[tuple[str, float, int]]:
-    tot, calls = defaultdict(float), Counter()
-    for e in evs:
-        if e.get("cat") == "kernel":
-            tot[e["name"][:80]] += e["dur"] / 1e3
-            calls[e["name"][:80]] += 1
-    return sorted(((n, t, calls[n]) for n, t in tot.items()), key=lambda x: -x[1])
+    """(kernel name, its first 80 characters; total ms, launches) over the trace, longest first."""
+    return totals([(e["name"][:80], e["dur"]) for e in evs if e.get("cat") == "kernel"])
 
 
 def main() -> None:

@@ -47,7 +47,7 @@ def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tens
     take = wins(n, agrees, width, expected, below, match, match_min) & anchored & ok
     if tree is not None:
         tree[0].copy_(torch.where((anchored & ok).unsqueeze(1), cont, -1))
-        tree[1].copy_(take)
+        tree[1].copy_(ok & ~take)
     drafts.copy_(torch.where(take.unsqueeze(1) & (cont >= 0), cont, drafts))
     counts += torch.stack([take.sum(), (take & grammar).sum(), (ok & (length > 0) & ~anchored).sum()])
 
@@ -56,7 +56,7 @@ def reference_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tens
 # compiles are the ones serving runs, whatever the context length
 @triton.jit(do_not_specialize=["hist_stride", "blocks_stride"])
 def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, counts_ptr,
-                   cont_ptr, take_ptr, hist_stride, blocks_stride, below,
+                   cont_ptr, branch_ptr, hist_stride, blocks_stride, below,
                    WIDTH: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr,
                    NMIN: tl.constexpr, NMAX: tl.constexpr, CAP: tl.constexpr,
                    AGREE: tl.constexpr, MATCH_MIN: tl.constexpr, TREE: tl.constexpr):
@@ -82,7 +82,7 @@ def _choose_kernel(hist_ptr, len_ptr, rows_ptr, blocks_ptr, lp_ptr, flags_ptr, c
     grammar = (tl.load(flags_ptr + pid * 2 + 1) != 0).to(tl.int64)
     if TREE:  # the continuation a row passed over may be a branch of its tree (tree_plan.py)
         tl.store(cont_ptr + pid * WIDTH + w, tl.where(anchored & ok, cont, -1), mask=live)
-        tl.store(take_ptr + pid, take != 0)
+        tl.store(branch_ptr + pid, ok & (take == 0))
     tl.store(row + 1 + w, tl.where(w < n * take, cont, drafts), mask=live)
     tl.atomic_add(counts_ptr, take)
     tl.atomic_add(counts_ptr + 1, take * grammar)
@@ -96,9 +96,9 @@ def triton_choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor,
     """The Triton path of `choose` (CUDA, or the CPU under TRITON_INTERPRET=1)."""
     b, block = blocks.shape
     width = block - 1
-    cont, take = tree if tree is not None else (blocks, flags)  # unused without a tree
+    cont, branch = tree if tree is not None else (blocks, flags)  # unused without a tree
     if b and width:
-        _choose_kernel[(b,)](hist, lengths, rows, blocks, lp, flags, counts, cont, take,
+        _choose_kernel[(b,)](hist, lengths, rows, blocks, lp, flags, counts, cont, branch,
                              hist.stride(0),
                              blocks.stride(0), float(below), WIDTH=width,
                              WP=max(16, triton.next_power_of_2(width)), BLOCK=1024,
@@ -112,16 +112,18 @@ def choose(hist: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, blocks
            tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Swap each batch row's block for its lookup continuation where the rule says so (module
     doc); `agree`, `match_min`: planner.py's LOOKUP_AGREE and LOOKUP_MATCH. With `tree` (cont
-    [b, W] int64, take [b] bool), for verify trees, each row's continuation (-1 past it, and
-    everywhere on a row that may not plan or whose kept tokens miss the anchor) and the rule's
-    verdict also go there. Triton on CUDA, the torch reference elsewhere."""
+    [b, W] int64, branch [b] bool), for verify trees, every cell of both is written: each row's
+    continuation (-1 past it, and everywhere on a row that may not plan or whose kept tokens
+    miss the anchor) and whether the row branches (it may plan, and the rule did not take the
+    continuation: a row that takes it verifies it as a chain). Triton on CUDA, the torch
+    reference elsewhere."""
     b, block = blocks.shape
     if lp.shape != (b * (block - 1),) or flags.shape != (b, 2) or rows.shape != (b,):
         raise ValueError(f"lp/flags/rows: expected [{b * (block - 1)}], [{b}, 2], [{b}] for "
                          f"blocks {tuple(blocks.shape)}, got {tuple(lp.shape)}, "
                          f"{tuple(flags.shape)}, {tuple(rows.shape)}")
     if tree is not None and (tree[0].shape != (b, block - 1) or tree[1].shape != (b,)):
-        raise ValueError(f"tree: expected cont [{b}, {block - 1}] and take [{b}], got "
+        raise ValueError(f"tree: expected cont [{b}, {block - 1}] and branch [{b}], got "
                          f"{tuple(tree[0].shape)}, {tuple(tree[1].shape)}")
     impl = triton_choose if blocks.is_cuda else reference_choose
     impl(hist, lengths, rows, blocks, lp, flags, counts, below=below, agree=agree,

@@ -188,7 +188,7 @@ def triton_tree_settle(tokens: torch.Tensor, parents: torch.Tensor, target: torc
     flat = torch.empty(b * n, dtype=torch.int64, device=tokens.device)
     if b:
         _tree_settle_kernel[(b,)](tokens, parents.contiguous(), target.contiguous(),
-                                  drafted.contiguous(), branching.to(torch.int32), flat, counts,
+                                  drafted.contiguous(), branching.contiguous(), flat, counts,
                                   vocab, N=n, BLOCK=max(16, triton.next_power_of_2(n)))
     return flat
 

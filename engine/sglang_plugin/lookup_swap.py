@@ -24,6 +24,7 @@ rows with penalties (applied from the block's prefix).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -101,7 +102,15 @@ def swap_blocks(step: StepContext, blocks: torch.Tensor, grammar_ok: bool = Fals
 
 def row_flags(ok: list[bool], grammar: list[bool], device: torch.device) -> torch.Tensor:
     """[b, 2] int32 on `device` (may plan, under a grammar): the only host-to-device copy of a
-    device-planned step, pinned so it does not wait."""
+    device-planned step, pinned so it does not wait, and made once for each batch's pattern (a
+    steady batch repeats it every step). Shared: read, never written."""
+    return _flags(tuple(ok), tuple(grammar), torch.device(device))
+
+
+@functools.lru_cache(maxsize=256)
+def _flags(ok: tuple[bool, ...], grammar: tuple[bool, ...], device: torch.device) -> torch.Tensor:
+    if len(ok) != len(grammar):
+        raise ValueError(f"expected a grammar flag a row, got {len(ok)} rows and {len(grammar)}")
     return torch.tensor([[o, g] for o, g in zip(ok, grammar, strict=True)], dtype=torch.int32,
                         pin_memory=device.type == "cuda").to(device, non_blocking=True)
 

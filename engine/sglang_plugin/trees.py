@@ -95,24 +95,26 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
     bs, width = blocks.shape[0], blocks.shape[1] - 1
     dev = blocks.device
     drafted = blocks[:, 1:].clone()
-    cont = torch.full((bs, width), -1, dtype=torch.int64, device=dev)
-    take = torch.zeros(bs, dtype=torch.bool, device=dev)
     flags = row_flags(ok, grammar, dev)
-    if STATE.history is not None and any(ok):
+    planned = STATE.history is not None and any(ok)
+    if planned:  # choose writes every cell of both: a row branches if it may be planned, unless
+        # it takes the lookup (then it verifies that as a chain, step A)
+        cont = torch.empty((bs, width), dtype=torch.int64, device=dev)
+        branching = torch.empty(bs, dtype=torch.bool, device=dev)
         choose(STATE.history.tokens, STATE.history.lengths, step.batch.req_pool_indices, blocks,
                top[1][..., 0].reshape(-1).float(), flags, STATE.device_counts(dev)[:3],
                below=STATE.options.lookup_below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
-               tree=(cont, take))
-    if STATE.store is not None and STATE.history is not None and any(ok):  # datastore.py
+               tree=(cont, branching))
+    else:  # no row may plan (or no kept tokens yet): chains of the drafter's blocks
+        cont = torch.full((bs, width), -1, dtype=torch.int64, device=dev)
+        branching = flags[:, 0] != 0
+    if STATE.store is not None and planned:  # datastore.py
         drafts, known, rows_drafted = STATE.store.drafts(step.batch.reqs, ok, width, width + 1,
                                                           dev)
         STATE.stats["store_drafts"] += rows_drafted
         theirs = aligned(STATE.history.tokens, STATE.history.lengths,
                          step.batch.req_pool_indices, drafts, known, width)
         cont.copy_(torch.where((cont < 0).all(1, keepdim=True), theirs, cont))
-    # a row may branch if it may be planned, unless it takes the lookup: then it verifies that
-    # as a chain (step A)
-    branching = (flags[:, 0] != 0) & ~take
     tokens, parents, depths = tree_plan(blocks, top[0][..., 1:], top[1], cont,
                                         unranked_of(bs, dev), branching)
     blocks.copy_(tokens)
@@ -192,13 +194,23 @@ def settle(tree: Tree, logits_output: Any, out_cache_loc: torch.Tensor, kv_pool:
     counts = STATE.device_counts(target.device)[3:]
     flat = tree_settle(tree.tokens, tree.parents, target, drafted, tree.branching, counts,
                        logits.shape[-1])
-    logits.copy_(logits.index_select(0, flat))
+    logits_output.next_token_logits = in_order(logits_output.next_token_logits, flat)
     if logits_output.hidden_states is not None:
-        hidden = logits_output.hidden_states[: bs * n]
-        hidden.copy_(hidden.index_select(0, flat))
+        logits_output.hidden_states = in_order(logits_output.hidden_states, flat)
     loc = out_cache_loc[: bs * n]
     kv_pool.move_kv_cache(loc, loc.index_select(0, flat))
     tree.settled = True
+
+
+def in_order(rows: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+    """`rows`' first len(flat) rows in the order `flat` gives: a new tensor where they are all
+    of it (one launch; DFLASH reads the output's attribute after the hooked call), else in
+    place (a gather and a copy back)."""
+    if rows.shape[0] == flat.shape[0]:
+        return rows.index_select(0, flat)
+    head = rows[: flat.shape[0]]
+    head.copy_(head.index_select(0, flat))
+    return rows
 
 
 # the trees' own hooks (hooks.install registers them for mode "trees")

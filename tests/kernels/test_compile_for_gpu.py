@@ -20,7 +20,7 @@ from turnspec.kernels import plan_lookup, tree_accept, tree_mask, tree_plan
 
 LOOKUP = {"BLOCK": 1024, "NMIN": 2, "NMAX": 4, "CAP": 16}
 CHOOSE = {"hist_ptr": "*i64", "len_ptr": "*i64", "blocks_ptr": "*i64", "lp_ptr": "*fp32",
-          "flags_ptr": "*i32", "counts_ptr": "*i64", "cont_ptr": "*i64", "take_ptr": "*i1",
+          "flags_ptr": "*i32", "counts_ptr": "*i64", "cont_ptr": "*i64", "branch_ptr": "*i1",
           "hist_stride": "i64", "blocks_stride": "i64", "below": "fp32"}
 APPEND = {"hist_ptr": "*i64", "len_ptr": "*i64", "rows_ptr": "*i64", "counts_ptr": "*i32",
           "hist_stride": "i64", "cap": "i64"}
@@ -38,7 +38,7 @@ CASES += [(tree_mask._tree_mask_kernel, {"anc_ptr": anc, "lens_ptr": "*i64", "of
 CASES += [(tree_accept._tree_accept_kernel, {n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
            "path_ptr", "len_ptr")}, {"N": 16, "BLOCK": 16})]
 CASES += [(tree_accept._tree_settle_kernel, {**{n: "*i64" for n in ("tok_ptr", "par_ptr", "tgt_ptr",
-           "draft_ptr", "flat_ptr", "count_ptr")}, "branch_ptr": "*i32", "vocab": "i32"},
+           "draft_ptr", "flat_ptr", "count_ptr")}, "branch_ptr": "*i1", "vocab": "i32"},
            {"N": n, "BLOCK": n}) for n in (16, 32)]
 CASES += [(tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i64",
            "gs_row": "i32", "gs_pos": "i32", "lp_ptr": "*fp32", "cont_ptr": "*i64",

@@ -46,25 +46,30 @@ CASES += [(12, 3, 15, 1500, 40), (13, 2, 15, 2100, 4)]  # past the kernel's 1,02
 @pytest.mark.parametrize(("seed", "b", "width", "cap", "vocab"), CASES)
 def test_choose_swaps_and_counts_as_its_torch_reference(seed: int, b: int, width: int, cap: int,
                                                         vocab: int, tree: bool) -> None:
-    """Also for verify trees: the same swaps, and the continuation and the verdict come out."""
+    """Also for verify trees: the same swaps, and every row's continuation and whether it
+    branches come out (the side buffers start as junk: each cell must be written)."""
     case = random_plan(seed, b, width, cap, vocab)
     below = case.pop("below")
     out = {}
     for name, fn in (("torch", reference_choose), ("kernel", triton_choose)):
         args = {k: v.clone().to(DEV) for k, v in case.items()}
         counts = torch.zeros(3, dtype=torch.int64, device=DEV)
-        side = (torch.full((b, width), 7, device=DEV), torch.zeros(b, dtype=torch.bool, device=DEV))
+        side = (torch.full((b, width), 7, device=DEV), torch.tensor([i % 2 == 0 for i in range(b)],
+                                                                    device=DEV))
         fn(args["hist"], args["lengths"], args["rows"], args["blocks"], args["lp"], args["flags"],
            counts, below=below, agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH,
            tree=side if tree else None)
         out[name] = (args["blocks"].tolist(), counts.tolist(), side[0].tolist(), side[1].tolist())
     assert out["kernel"] == out["torch"]
-    if tree:  # the plain mode's swaps; the verdicts are those swaps
+    if tree:  # the plain mode's swaps; a row branches where it may plan and did not swap
         plain = {k: v.clone() for k, v in case.items()}
         reference_choose(**plain, counts=torch.zeros(3, dtype=torch.int64), below=below,
                          agree=LOOKUP_AGREE, match_min=LOOKUP_MATCH)
-        blocks, _, cont, take = out["torch"]
+        blocks, _, cont, branch = out["torch"]
         assert blocks == plain["blocks"].tolist()
+        ok = [bool(f) for f in case["flags"][:, 0].tolist()]
+        take = [o and not br for o, br in zip(ok, branch, strict=True)]
+        assert not any(br and not o for o, br in zip(ok, branch, strict=True))
         for i in range(b):
             assert plain["blocks"][i].tolist() == case["blocks"][i].tolist() or take[i]
             if take[i]:

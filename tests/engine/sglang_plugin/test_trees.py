@@ -122,8 +122,12 @@ def test_a_tree_step_commits_the_longest_true_prefix_and_moves_its_kv(seed: int)
                 trees.around_target_forward(lambda *a, **k: out, tp, batch=None,
                                             forward_batch=SimpleNamespace(out_cache_loc=loc.view(-1)),
                                             is_verify=True)
-                # DFLASH's greedy linear accept over the rewritten block and permuted logits
-                pred = logits.argmax(-1).view(bs, n)
+                # DFLASH's greedy linear accept over the rewritten block and the permuted logits,
+                # read from the output after the call as SGLang does (settle may replace them)
+                pred = out.logits_output.next_token_logits.argmax(-1).view(bs, n)
+                # the hidden states (a copy of the logits here) went in the same order
+                assert torch.equal(out.logits_output.hidden_states,
+                                   out.logits_output.next_token_logits)
                 commits = []
                 for i in range(bs):
                     a = 0
@@ -334,3 +338,15 @@ def test_grammar_links_are_sglangs_linear_links_for_a_chain() -> None:
     star = torch.tensor([[-1, 0, 0, 1, 0]])
     first, sibling = trees.grammar_links(star)
     assert first.tolist() == [[1, 3, -1, -1, -1]] and sibling.tolist() == [[-1, 2, 4, -1, -1]]
+
+
+def test_in_order_puts_the_verify_rows_in_path_order_and_keeps_padding_rows() -> None:
+    """All rows the verify's: a new tensor in that order; more rows (a padded batch): the
+    first ones reordered in place, the rest untouched."""
+    flat = torch.tensor([2, 0, 1])
+    rows = torch.arange(3 * 2).view(3, 2).float()
+    assert trees.in_order(rows, flat).tolist() == [[4, 5], [0, 1], [2, 3]]
+    padded = torch.arange(5 * 2).view(5, 2).float()
+    out = trees.in_order(padded, flat)
+    assert out is padded
+    assert padded.tolist() == [[4, 5], [0, 1], [2, 3], [6, 7], [8, 9]]

@@ -13,7 +13,8 @@ GPU (the plugin's default); `trees` verifies a token tree a greedy row (TURNSPEC
 plugin's counters from SGLang's own server info. `compare` prints τ per split (tokens per
 verify step, SGLang's `spec_verify_ct`), output tok/s over the batch, and how many turns each
 speculative mode answers exactly as no speculation does (bf16: a verify of 16 tokens and a
-one-token decode may round differently at near-ties, for stock DFLASH as for the plugin).
+one-token decode may round differently at near-ties, for stock DFLASH as for the plugin;
+with `--dtype float32` they should not, and `compare` names every turn that differs).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def turns(n: int) -> list[tuple[str, str, list[int]]]:
 
 
 def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
-        mem: float = 0.7) -> None:
+        mem: float = 0.7, dtype: str = "bfloat16") -> None:
     import sglang
 
     from turnspec.engine.sglang_plugin.arm import arm
@@ -60,7 +61,7 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
     spec = "trees" if mode.startswith("trees") else "lookup" if mode in PLAN_AT else "off"
     arm(PluginConfig(mode=spec, plan_at=PLAN_AT.get(mode, "device"),
                      learn_tokens=1_000_000 if mode == "trees-learn" else 0))
-    kw = {"model_path": model, "dtype": "bfloat16", "attention_backend": "triton",
+    kw = {"model_path": model, "dtype": dtype, "attention_backend": "triton",
           "sampling_backend": "pytorch", "mem_fraction_static": mem, "log_level": "error",
           "cuda_graph_max_bs_decode": 32}
     if mode != "none":
@@ -84,7 +85,8 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
              "tokens": int(g["meta_info"]["completion_tokens"])}
             for (split, sid, _), g in zip(todo, got, strict=True)]
     states = info.get("internal_states") or [{}]
-    out.write_text(json.dumps({"mode": mode, "wall_s": wall, "max_new": max_new, "rows": rows,
+    out.write_text(json.dumps({"mode": mode, "dtype": dtype, "wall_s": wall, "max_new": max_new,
+                               "rows": rows,
                                "plugin": states[0].get("turnspec"),
                                "avg_spec_accept_length": states[0].get("avg_spec_accept_length")},
                               indent=1) + "\n")
@@ -94,6 +96,10 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
 def compare(folder: Path) -> None:
     runs = {m: json.loads((folder / f"{m}.json").read_text()) for m in MODES
             if (folder / f"{m}.json").exists()}
+    dtypes = {doc.get("dtype", "bfloat16") for doc in runs.values()}
+    if len(dtypes) > 1:
+        raise SystemExit(f"{folder}: runs in several dtypes {sorted(dtypes)}; expected one "
+                         "(answers in bf16 and fp32 differ at ties whatever the speculation)")
     ref = {r["id"]: r["output_ids"] for r in runs.get("none", {"rows": []})["rows"]}
     print(f"{'mode':11} {'split':22} {'tau':>6} {'tok/s':>8} {'same as none':>13}")
     for mode, doc in runs.items():
@@ -106,6 +112,9 @@ def compare(folder: Path) -> None:
             print(f"{mode:11} {split:22} {tau:6.2f} {tok_s:8.0f} {same:>6}/{len(rows)}")
         if doc.get("plugin"):
             print(f"{'':11} plugin: {doc['plugin']}")
+        if dtypes == {"float32"} and ref:  # no ties to blame: every difference by name
+            differ = [r["id"] for r in doc["rows"] if ref.get(r["id"]) != r["output_ids"]]
+            print(f"{'':11} float32, differs from none on: {differ or 'no turn'}")
 
 
 def main() -> None:
@@ -120,6 +129,9 @@ def main() -> None:
     r.add_argument("--drafter", default="/tmp/sgcarry/drafter")
     r.add_argument("--mem", type=float, default=0.7,
                    help="SGLang's mem_fraction_static (0.25 lets the three modes share one GPU)")
+    r.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                   help="float32: no bf16 near-ties, so every speculative mode must answer "
+                        "exactly as no speculation does (the lossless check without ties)")
     c = sub.add_parser("compare")
     c.add_argument("folder", type=Path)
     args = p.parse_args()
@@ -129,7 +141,7 @@ def main() -> None:
     from turnspec.engine.local.args import resolve_model_dir
 
     run(args.mode, args.out, args.n, args.max_new, args.model or resolve_model_dir(None),
-        args.drafter, args.mem)
+        args.drafter, args.mem, args.dtype)
 
 
 if __name__ == "__main__":

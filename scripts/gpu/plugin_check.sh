@@ -4,14 +4,17 @@
 # memory free while it loads, so engines starting at once starve each other), then `compare`
 # (τ, same as no speculation) and near_ties.py (where answers part: bf16 near-ties?).
 #   MODES="none stock device trees" MEM=0.15 N=48 bash scripts/gpu/plugin_check.sh
-# Everything under runs/pc, copied to $OUT/pc; a mode that fails shows its log's error.
+# DTYPE=float32 (into runs/pc-float32): no bf16 near-ties, so each mode must answer as `none`
+# does on every turn (`compare` names any that differs; near_ties.py is skipped).
+# Everything under runs/pc (or pc-float32), copied to $OUT/ the same; a failed mode shows its error.
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
-R=runs/pc; MODES=${MODES:-none stock device trees}; mkdir -p $R "${OUT:?}/pc"
+DTYPE=${DTYPE:-bfloat16}; R=runs/pc; [ "$DTYPE" = bfloat16 ] || R=runs/pc-$DTYPE
+MODES=${MODES:-none stock device trees}; P=$(basename $R); mkdir -p $R "${OUT:?}/$P"
 pids=()
 for m in $MODES; do
   python3 scripts/gpu/plugin_check.py run "$m" "$R/$m.json" --n "${N:-48}" --mem "${MEM:-0.15}" \
-    > "$R/$m.log" 2>&1 &
+    --dtype "$DTYPE" > "$R/$m.log" 2>&1 &
   pids+=($!); sleep "${STAGGER:-12}"
 done
 wait "${pids[@]}"   # these processes only (`pgrep -f` would also find this shell)
@@ -19,6 +22,8 @@ for m in $MODES; do
   [ -f "$R/$m.json" ] || { echo "== $m failed"; grep -E "Error|Traceback" -A4 "$R/$m.log" | tail -12; }
 done
 python3 scripts/gpu/plugin_check.py compare $R | tee $R/compare.txt
-timeout 150 python3 scripts/gpu/near_ties.py $R --json $R/near-ties.json > $R/near-ties.txt 2>&1
-grep -vE "^\s+independent" $R/near-ties.txt | tail -6
-cp $R/*.json $R/*.txt "$OUT/pc/" 2>/dev/null; true
+if [ "$DTYPE" = bfloat16 ]; then
+  timeout 150 python3 scripts/gpu/near_ties.py $R --json $R/near-ties.json > $R/near-ties.txt 2>&1
+  grep -vE "^\s+independent" $R/near-ties.txt | tail -6
+fi
+cp $R/*.json $R/*.txt "$OUT/$P/" 2>/dev/null; true

@@ -18,8 +18,9 @@
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
 # Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
 # (20 s a level: cells of 10 s swung 20-30%), MEM (0.3: SGLang's mem_fraction_static a server),
-# KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, UP_S
-# (300: how long `up` waits; it reports each server as it comes up, and the logs of the rest).
+# KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
+# (grammar, or none: the voice turns without it), UP_S (300: how long `up` waits; it reports
+# each server as it comes up, and the logs of the rest).
 # Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
 # was free at its start, so servers loading side by side race for it (the suspect when a stock
 # server queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
@@ -48,6 +49,8 @@ mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
 SG_PLAN_AT=${SG_PLAN_AT:-device}  # sg-lookup's plan point; its peer for the 5% bar plans there too
 SG_SPEC=${SG_SPEC:-lookup}        # sg-lookup's TURNSPEC_SGLANG_SPEC: lookup, or trees
+VT=${VOICE_TOOLS:-grammar}        # voice's --tool-mode: none runs the same turns without the
+                                  # grammar (is τ as served below the batch check's for it?)
 declare -A PEER=([verify]=ts-lookup [device]=ts-device [trees]=ts-trees)
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
                  [ts-trees]=18037 [ts-trees32]=18038)
@@ -131,10 +134,10 @@ run)
     p=${PORT[$n]}
     healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
     case $n:$wl in
-      sg-*:voice) load $n-voice http://127.0.0.1:$p/generate $R/voice-ids.jsonl grammar 96 ;;
+      sg-*:voice) load $n-voice http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" 96 ;;
       sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none 160 ;;
       *:voice) load $n-voice ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
-                 grammar 96 --resend-history ;;
+                 "$VT" 96 --resend-history ;;
       *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none 160 ;;
     esac
   done

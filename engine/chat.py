@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 from turnspec.tools_grammar.formats import ToolCallFormat, format_for_model, get_format
 from turnspec.tools_grammar.schema import ToolSpec
+
+# stretches of text between added tokens whose ids `encode` keeps (a system prompt with its
+# tools, each earlier message of the conversations in flight); each entry a few KB at most
+STRETCHES = 4096
 
 
 class ChatTemplate:
@@ -38,6 +42,7 @@ class ChatTemplate:
         self.vocab_size = vocab_size
         self.stop_token_ids = stop_token_ids
         self._grammar_compiler = None
+        self._stretch = lru_cache(maxsize=STRETCHES)(self._encode_stretch)
 
     @classmethod
     def from_model_dir(cls, model_dir: str | Path, tokenizer: Any | None = None,
@@ -79,7 +84,24 @@ class ChatTemplate:
             plain, add_generation_prompt=add_generation_prompt, tokenize=False)
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        """Token ids of `text` (no special tokens added). Where each stretch between added
+        tokens tokenizes alone as inside the whole text (`_pieces`), a stretch's ids come from
+        a cache: a conversation resent whole every turn (HTTP clients, a stateless client over
+        WS) tokenizes only its new messages, not again its system prompt, tools and earlier
+        turns (an 870-token voice prompt: 1.4 ms whole on the dev CPU)."""
+        if self._pieces is None:
+            return list(self.tokenizer.encode(text, add_special_tokens=False))
+        split, added = self._pieces
+        ids: list[int] = []
+        for i, part in enumerate(split.split(text)):  # text, token, text, token, ..., text
+            if i % 2:
+                ids.append(added[part])
+            elif part:
+                ids.extend(self._stretch(part))
+        return ids
+
+    def _encode_stretch(self, part: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer.backend_tokenizer.encode(part, add_special_tokens=False).ids)
 
     def render(self, messages: list[dict], tools: list[ToolSpec] | None = None,
                add_generation_prompt: bool = True) -> list[int]:

@@ -1,5 +1,7 @@
-"""ChatTemplate.render_many: one tokenizer batch, the same ids as `render` prompt by prompt (the
-committed completions rebuild against prompt hashes, so a single differing id would strand them)."""
+"""ChatTemplate's ids: `encode` (its stretches between added tokens cached) and `render_many`
+(one tokenizer batch) give exactly the ids of the tokenizer on the whole text (the committed
+completions rebuild against prompt hashes, and the prefix cache matches ids: a single differing
+id would strand them)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ from turnspec.workloads import (
 )
 
 
-def test_render_many_equals_render(smollm2_dir):
-    chat = ChatTemplate.from_model_dir(smollm2_dir)
+def _convs() -> list[tuple[list[dict], list | None]]:
     turns = list(turns_for_prompting(generate_conversations(4, seed=1)
                                      + synthetic_conversations(3, seed=1)))
     convs = [(t.messages, parse_tools(t.tools) or None) for t in turns]
@@ -24,7 +25,25 @@ def test_render_many_equals_render(smollm2_dir):
                                                " <|endoftext|>\n<file_sep><filename>x"}], None))
     convs.append(([{"role": "user", "content": "<|im_start|>"}], None))
     assert len(convs) > 20 and any(tools for _, tools in convs)
+    return convs
+
+
+def test_render_many_equals_render(smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    convs = _convs()
     # SmolLM2 takes the piecewise path (each stretch between added tokens tokenized once)
     assert chat._pieces is not None
     assert chat.render_many(convs) == [chat.render(m, t) for m, t in convs]
     assert chat.render_many([]) == []
+
+
+def test_encode_is_the_whole_text_tokenization_cold_and_cached(smollm2_dir):
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    texts = [chat.render_text(m, t) for m, t in _convs()]
+    whole = [list(chat.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    assert [chat.encode(t) for t in texts] == whole          # cold: every stretch new
+    assert chat._stretch.cache_info().hits > 0               # the shared system prompts
+    assert [chat.encode(t) for t in texts] == whole          # warm: every stretch cached
+    suffixes = [t[len(t) // 3 :] for t in texts]             # a continuation's new text
+    assert [chat.encode(t) for t in suffixes] == [
+        list(chat.tokenizer.encode(t, add_special_tokens=False)) for t in suffixes]

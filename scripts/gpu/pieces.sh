@@ -6,7 +6,7 @@
 # Prints the piece size and the calls: g1 rides with wheels/ (call A), each other piece alone.
 set -euo pipefail
 limit=67108864                                     # 64 MiB per call
-margin=${MARGIN:-1000000}                          # headroom for files written before the call
+margin=${MARGIN:-3000000}   # headroom for what the tree gains before the calls (diaries, JSON)
 # what a call sends besides its carry: tracked and untracked-not-ignored files (tracked files
 # that bulk.sh took out are listed too: stat skips them, and its status with them)
 tree=$(git ls-files -z --cached --others --exclude-standard | { xargs -0 stat -c %s 2>/dev/null || true; } |

@@ -48,6 +48,7 @@ from turnspec.engine.sglang_plugin.state import STATE, StepContext, arg, sync_fr
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import choose
 from turnspec.kernels.tree_accept import tree_settle
+from turnspec.kernels.tree_links import tree_links
 from turnspec.kernels.tree_mask import tree_mask_of_parents
 from turnspec.kernels.tree_plan import tree_plan
 
@@ -131,15 +132,8 @@ def unranked_of(bs: int, device: torch.device) -> torch.Tensor:
 def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The trees as SGLang's grammar walk reads a tree: each node's first child and next
     sibling [b, N] int64 (-1 for none; children in node order), from parents [b, N] (-1 the
-    root). A chain's are SGLang's own linear links."""
-    b, n = parents.shape
-    # n stands for "none" as a Python scalar: a tensor of it would be a copy that waits
-    idx = torch.arange(n, device=parents.device)
-    child = parents.unsqueeze(1) == idx.view(1, n, 1)                  # [b, p, j]: p is j's parent
-    first = torch.where(child, idx, n).amin(dim=2)
-    later = (parents.unsqueeze(2) == parents.unsqueeze(1)) & (idx.view(1, 1, n) > idx.view(1, n, 1))
-    sibling = torch.where(later, idx, n).amin(dim=2)                   # [b, j]: the next with j's parent
-    return first.masked_fill(first == n, -1), sibling.masked_fill(sibling == n, -1)
+    root), in one launch (kernels/tree_links.py). A chain's are SGLang's own linear links."""
+    return tree_links(parents)
 
 
 @sync_free
@@ -274,6 +268,7 @@ def warm(nodes: int, device: torch.device | str, vocab: int) -> None:
     ok = torch.ones(1, dtype=torch.bool, device=device)
     tokens, parents, _ = tree_plan(blocks, top[..., 1:], lp, cont, lp[:, 0, 0], ok)
     tree_mask_of_parents(parents, torch.ones(1, dtype=torch.int64, device=device))
+    tree_links(parents)  # a batch under a grammar walks the trees by these
     tree_settle(tokens, parents, tokens, blocks[:, 1:], ok, torch.zeros(1, dtype=torch.int64,
                                                                     device=device), vocab)
 

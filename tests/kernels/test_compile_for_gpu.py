@@ -3,7 +3,7 @@ compiler and ptxas: the interpreter the other kernel tests use runs a kernel as 
 what only the compiler refuses (types, constexpr branches, scans, atomics), which on the GPU
 would stop SGLang's worker at start (hooks.guard_worker). Every dtype the plugin passes: rows
 from SGLang as int32 or int64, accept lengths as int32; the plan's plain and verify-tree forms,
-and the tree plan, mask and accept kernels. In a child process with the interpreter
+and the tree plan, mask, links and accept kernels. In a child process with the interpreter
 off (these tests' conftest turns it on, and then @triton.jit makes no compilable kernel)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ COMPILE = r'''
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from turnspec.kernels import plan_lookup, tree_accept, tree_mask, tree_plan
+from turnspec.kernels import plan_lookup, tree_accept, tree_links, tree_mask, tree_plan
 
 LOOKUP = {"BLOCK": 1024, "NMIN": 2, "NMAX": 4, "CAP": 16}
 CHOOSE = {"hist_ptr": "*i64", "len_ptr": "*i64", "blocks_ptr": "*i64", "lp_ptr": "*fp32",
@@ -46,6 +46,8 @@ CASES += [(tree_plan._tree_plan_kernel, {"blocks_ptr": "*i64", "guess_ptr": "*i6
            "lanes_ptr": "*i32", "tok_ptr": "*i64", "par_ptr": "*i64", "dep_ptr": "*i64",
            "C": "i32"}, {"TIE": tree_plan.TIE, "W": w, "G": 3, "CP": cp, "NP": np_})
           for w, cp, np_ in ((15, 512, 16), (31, 2048, 32))]  # DFLASH blocks of 16 and 32
+CASES += [(tree_links._tree_links_kernel, {n: "*i64" for n in ("par_ptr", "first_ptr", "sib_ptr")},
+           {"N": n, "NP": n}) for n in (16, 32)]
 for kernel, types, consts in CASES:
     names = kernel.arg_names
     sig = {n: "constexpr" if n in consts else types[n] for n in names}
@@ -61,4 +63,4 @@ def test_the_plugin_kernels_compile_for_sm90() -> None:
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("compiled") == 20
+    assert done.stdout.count("compiled") == 22

@@ -331,15 +331,6 @@ def test_grammar_rows_branch_and_settle_after_the_grammar_mask(mask_applied: boo
         STATE.configure(PluginConfig(mode="lookup"))
 
 
-def test_grammar_links_are_sglangs_linear_links_for_a_chain() -> None:
-    chain = trees.chain(torch.zeros((2, 5), dtype=torch.int64))
-    first, sibling = trees.grammar_links(chain.parents)
-    assert first.tolist() == [[1, 2, 3, 4, -1]] * 2 and sibling.tolist() == [[-1] * 5] * 2
-    star = torch.tensor([[-1, 0, 0, 1, 0]])
-    first, sibling = trees.grammar_links(star)
-    assert first.tolist() == [[1, 3, -1, -1, -1]] and sibling.tolist() == [[-1, 2, 4, -1, -1]]
-
-
 def test_in_order_puts_the_verify_rows_in_path_order_and_keeps_padding_rows() -> None:
     """All rows the verify's: a new tensor in that order; more rows (a padded batch): the
     first ones reordered in place, the rest untouched."""

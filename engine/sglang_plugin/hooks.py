@@ -65,6 +65,7 @@ from turnspec.engine.sglang_plugin.lookup_swap import (
 from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext, arg
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import warm
+from turnspec.kernels.tree_links import tree_links
 
 
 def top_k() -> int:
@@ -131,7 +132,7 @@ def around_grammar_chain(original, cls, verify_ids_2d):
     step = STATE.step
     if step is not None and step.tree is not None:  # trees: the walk follows them
         step.tree.grammar = True
-        return cls.from_device(*trees.grammar_links(step.tree.parents), verify_ids_2d)
+        return cls.from_device(*tree_links(step.tree.parents), verify_ids_2d)
     return original(cls, verify_ids_2d)
 
 

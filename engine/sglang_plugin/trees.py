@@ -28,7 +28,7 @@ a path it saw with exactly that path's attention.
 Rows under a grammar (tool calls) branch too. In a batch with a grammar DFLASH walks the
 grammar along the verified tokens on the host and masks the target's logits with it: SGLang's
 walk over a tree (`traverse_tree`, its EAGLE and NGRAM trees' own) is handed the trees'
-links (`grammar_links`), so every node's logits are masked by the grammar after its own path,
+links (kernels/tree_links.py), so every node's logits are masked by the grammar after its own path,
 and `settle` waits until that mask is applied (`after_grammar_mask`): the accepted path is the masked
 target's, and each committed token obeys the grammar.
 """
@@ -127,13 +127,6 @@ def plan(step: StepContext, blocks: torch.Tensor, ok: list[bool], grammar: list[
 def unranked_of(bs: int, device: torch.device) -> torch.Tensor:
     """[bs] log(UNRANKED_PASS) on `device`, made once a batch size (read, never written)."""
     return torch.full((bs,), math.log(UNRANKED_PASS), device=device)
-
-
-def grammar_links(parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The trees as SGLang's grammar walk reads a tree: each node's first child and next
-    sibling [b, N] int64 (-1 for none; children in node order), from parents [b, N] (-1 the
-    root), in one launch (kernels/tree_links.py). A chain's are SGLang's own linear links."""
-    return tree_links(parents)
 
 
 @sync_free

@@ -26,7 +26,7 @@ import torch
 
 from turnspec.engine.sglang_plugin.config import PluginConfig
 from turnspec.engine.sglang_plugin.lookup_swap import history
-from turnspec.engine.sglang_plugin.state import STATE
+from turnspec.engine.sglang_plugin.state import STATE, on_device
 from turnspec.engine.spec.proposers.datastore import TokenDatastore
 from turnspec.engine.spec.proposers.learning import LearningDatastore
 
@@ -71,10 +71,7 @@ class StoreBranch:
             out.append(draft + [-1] * (width + lag - len(draft)))
             known.append(len(tokens))
             drafted += bool(draft)
-        pin = device.type == "cuda"
-        return (torch.tensor(out, dtype=torch.int64, pin_memory=pin).to(device, non_blocking=True),
-                torch.tensor(known, dtype=torch.int64, pin_memory=pin).to(device, non_blocking=True),
-                drafted)
+        return on_device(out, torch.int64, device), on_device(known, torch.int64, device), drafted
 
 
 def aligned(hist_tokens: torch.Tensor, hist_lengths: torch.Tensor, rows: torch.Tensor,

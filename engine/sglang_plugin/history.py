@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin.state import sync_free
+from turnspec.engine.sglang_plugin.state import on_device, sync_free
 from turnspec.kernels.plan_lookup import append
 
 
@@ -50,11 +50,9 @@ class DeviceHistory:
             toks += seq
             ends.append((req.req_pool_idx, len(seq)))
         dev = self.tokens.device
-        pin = dev.type == "cuda"
-        flat = torch.tensor([rows, cols, toks], dtype=torch.int64, pin_memory=pin)
-        flat = flat.to(dev, non_blocking=True)
+        flat = on_device([rows, cols, toks], torch.int64, dev)
         self.tokens[flat[0], flat[1]] = flat[2]
-        at = torch.tensor(ends, dtype=torch.int64, pin_memory=pin).to(dev, non_blocking=True)
+        at = on_device(ends, torch.int64, dev)
         self.lengths[at[:, 0]] = at[:, 1]
 
     @sync_free

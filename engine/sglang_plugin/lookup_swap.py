@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin.state import STATE, StepContext, sync_free
+from turnspec.engine.sglang_plugin.state import STATE, StepContext, on_device, sync_free
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH, RowInput, plan_step
 from turnspec.engine.spec.proposers.drafter import blocks_from
 from turnspec.kernels.plan_lookup import choose
@@ -111,8 +111,7 @@ def row_flags(ok: list[bool], grammar: list[bool], device: torch.device) -> torc
 def _flags(ok: tuple[bool, ...], grammar: tuple[bool, ...], device: torch.device) -> torch.Tensor:
     if len(ok) != len(grammar):
         raise ValueError(f"expected a grammar flag a row, got {len(ok)} rows and {len(grammar)}")
-    return torch.tensor([[o, g] for o, g in zip(ok, grammar, strict=True)], dtype=torch.int32,
-                        pin_memory=device.type == "cuda").to(device, non_blocking=True)
+    return on_device([[o, g] for o, g in zip(ok, grammar, strict=True)], torch.int32, device)
 
 
 @sync_free

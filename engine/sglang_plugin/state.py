@@ -117,6 +117,13 @@ def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
     return args[index] if len(args) > index else kwargs[name]
 
 
+def on_device(data: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Host values (nested lists) as a tensor on `device` without waiting for it: on CUDA from
+    pinned memory, copied asynchronously."""
+    pin = device.type == "cuda"
+    return torch.tensor(data, dtype=dtype, pin_memory=pin).to(device, non_blocking=True)
+
+
 def sync_free(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`, the plugin's own work in a step, meant never to wait for the GPU. With the config's
     sync_check on CUDA, torch's sync debug mode watches it: each host sync inside (an .item(), a

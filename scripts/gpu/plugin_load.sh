@@ -19,7 +19,7 @@
 # Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
 # (20 s a level: cells of 10 s swung 20-30%), MEM (0.3: SGLang's mem_fraction_static a server),
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
-# (grammar, or none: the voice turns without it), UP_S (300: how long `up` waits; it reports
+# (grammar, or none: the voice turns without it, as NAME-voice-tools-none.json), UP_S (300: how long `up` waits; it reports
 # each server as it comes up, and the logs of the rest).
 # Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
 # was free at its start, so servers loading side by side race for it (the suspect when a stock
@@ -130,13 +130,14 @@ up)
   ;;
 run)
   wl=${2:?run voice|generic}
+  vs=voice; [ "$VT" = grammar ] || vs=voice-tools-$VT  # kept apart from the table's voice cells
   for n in $SERVERS; do
     p=${PORT[$n]}
     healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
     case $n:$wl in
-      sg-*:voice) load $n-voice http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" 96 ;;
+      sg-*:voice) load $n-$vs http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" 96 ;;
       sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none 160 ;;
-      *:voice) load $n-voice ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
+      *:voice) load $n-$vs ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
                  "$VT" 96 --resend-history ;;
       *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none 160 ;;
     esac

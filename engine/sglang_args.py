@@ -8,7 +8,7 @@ import argparse
 import json
 
 from turnspec.engine.sglang import SGLangConfig
-from turnspec.engine.sglang_plugin.config import MODES, PLAN_POINTS, PluginConfig
+from turnspec.engine.sglang_plugin.config import MODES, PLAN_POINTS, WIDTHS, PluginConfig
 
 # the local engine's flags SGLang reads too (sglang_config_from_args)
 SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size", "spec_datastore",
@@ -37,6 +37,12 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                         "over each request's tokens kept there, so the host never waits; "
                         "verify = on the host, before SGLang loads the verify (slower: "
                         "docs/benchmarks.md) (default: %(default)s)")
+    g.add_argument("--sglang-spec-width", choices=WIDTHS, default="fixed",
+                   help="the plugin's verify width: fixed = every decode step verifies DFLASH's "
+                        "block (or trees); served = each step takes that or plain decode, "
+                        "whichever has committed more tokens a second at its batch size as "
+                        "served (a full batch falls to plain decode where a wide verify costs "
+                        "more than it commits) (default: %(default)s)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -76,7 +82,7 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
         spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg),
         plugin=PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at,
-                            datastore=store,
+                            datastore=store, width=args.sglang_spec_width,
                             learn_tokens=args.spec_datastore_learn_tokens if learn else 0))
 
 

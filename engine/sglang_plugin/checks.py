@@ -18,6 +18,7 @@ GRAMMAR_TREE = "sglang.srt.speculative.spec_utils.GrammarTree"
 GRAMMAR_MASK = "sglang.srt.constrained.base_grammar_backend.GrammarMask"
 TP_WORKER = "sglang.srt.managers.tp_worker.TpModelWorker"
 MASK_POLICY = "sglang.srt.speculative.dflash_utils.resolve_dflash_verify_mask_policy"
+GRAPH_RUNNER = "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner"
 
 # dotted target -> (positional parameters, keyword-only parameters) as in SGLANG_VERSION
 PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -44,6 +45,26 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("self", "memory_pool_config", "req_to_token_pool", "token_to_kv_pool_allocator"), ()),
     "sglang.srt.mem_cache.memory_pool.MHATokenToKVPool.move_kv_cache": (
         ("self", "tgt_loc", "src_loc"), ()),
+    # plain decode steps (width "served", plain.py)
+    f"{WORKER}.init_cuda_graphs": (("self",), ()),
+    f"{WORKER}._append_target_hidden_to_draft_kv_by_loc": (
+        ("self",), ("target_hidden", "cache_loc", "positions", "cache_loc_2d", "commit_lens")),
+    "sglang.srt.model_executor.model_runner.ModelRunner._get_attention_backend": (
+        ("self", "init_new_workspace"), ()),
+    f"{GRAPH_RUNNER}.__init__": (
+        ("self", "model_runner"),
+        ("attn_backend", "speculative_num_steps", "speculative_num_draft_tokens")),
+    "sglang.srt.runtime_context.RuntimeContext.override": (("self", "source"), ()),
+    "sglang.srt.speculative.dflash_utils.apply_dflash_verify_logits_adjustments": (
+        (), ("next_token_logits", "sampling_info", "draft_token_num")),
+    "sglang.srt.speculative.dflash_utils.compute_dflash_sampling_correct_drafts_and_bonus": (
+        (), ("candidates", "next_token_logits", "sampling_info", "max_top_k",
+             "uniform_top_k_value", "threshold_single", "threshold_acc", "uniform_samples",
+             "uniform_samples_for_final_sampling", "use_sparse_topk")),
+    "sglang.srt.speculative.spec_utils.build_grammar_vocab_mask": (
+        (), ("reqs", "tree", "sampling_info", "device", "barrier")),
+    "sglang.srt.speculative.draft_worker_common.make_draft_input_v2": (
+        (), ("bonus_tokens", "new_seq_lens")),
 }
 # dataclass -> the fields the plugin reads or writes of it
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -54,7 +75,10 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "sglang.srt.managers.schedule_batch.ScheduleBatch": (
         "reqs", "req_pool_indices", "req_to_token_pool", "forward_mode", "is_extend_in_batch"),
     "sglang.srt.managers.utils.GenerationBatchResult": (
-        "next_token_ids", "accept_lens", "speculative_num_draft_tokens"),
+        "next_token_ids", "accept_lens", "speculative_num_draft_tokens", "logits_output",
+        "can_run_cuda_graph", "next_draft_input", "new_seq_lens"),
+    "sglang.srt.speculative.dflash_info_v2.DFlashDraftInputV2": (
+        "bonus_tokens", "max_top_k", "uniform_top_k_value"),
 }
 
 

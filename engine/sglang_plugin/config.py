@@ -11,6 +11,10 @@ environment of the process that started them).
                                     continuation is a tree branch (trees only; datastore.py)
     TURNSPEC_SGLANG_DATASTORE_LEARN N: the served answers join it, the newest N tokens kept
                                     (--spec-datastore-learn; 0 or unset: off)
+    TURNSPEC_SGLANG_WIDTH     fixed (default) | served: every decode step verifies DFLASH's
+                              block (or trees), or each step takes that or plain decode,
+                              whichever commits more tokens a second at its batch size as
+                              served (plain.py)
     TURNSPEC_SGLANG_SYNC_CHECK      1: count the host syncs inside the plugin's step work
                                     (state.sync_free; a check for tests, 0 or unset: off)
 
@@ -27,12 +31,14 @@ from turnspec.engine.spec.options import SpecOptions
 
 MODES = ("off", "lookup", "trees")
 PLAN_POINTS = ("device", "verify")
+WIDTHS = ("fixed", "served")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
 ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
 ENV_DATASTORE = "TURNSPEC_SGLANG_DATASTORE"
 ENV_LEARN = "TURNSPEC_SGLANG_DATASTORE_LEARN"
 ENV_SYNC_CHECK = "TURNSPEC_SGLANG_SYNC_CHECK"
+ENV_WIDTH = "TURNSPEC_SGLANG_WIDTH"
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,6 +55,7 @@ class PluginConfig:
     datastore: str | None = None  # `datastore`: a store of earlier answers (a path)
     learn_tokens: int = 0  # > 0: served answers join the store, the newest this many tokens
     sync_check: bool = False  # count host syncs inside the plugin's step work (state.sync_free)
+    width: str = "fixed"  # "served": plain decode where it commits more a second (plain.py)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -62,6 +69,11 @@ class PluginConfig:
         if (self.datastore or self.learn_tokens) and self.mode != "trees":
             raise ValueError(f"{ENV_DATASTORE} / {ENV_LEARN}: the store's continuation is a tree "
                              f"branch; expected {ENV_MODE}=trees, got {self.mode!r}")
+        if self.width not in WIDTHS:
+            raise ValueError(f"{ENV_WIDTH}={self.width!r}: expected one of {WIDTHS}")
+        if self.width == "served" and self.mode == "off":
+            raise ValueError(f"{ENV_WIDTH}=served picks between the plugin's verify and plain "
+                             f"decode; expected {ENV_MODE}=lookup or trees, got 'off'")
         if not isinstance(self.learn_tokens, int) or self.learn_tokens < 0:
             raise ValueError(f"{ENV_LEARN}={self.learn_tokens!r}: expected tokens >= 0")
 
@@ -91,10 +103,11 @@ class PluginConfig:
         return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below,
                    plan_at=env.get(ENV_PLAN_AT, "device") or "device",
                    datastore=env.get(ENV_DATASTORE) or None, learn_tokens=int(learn),
-                   sync_check=check == "1")
+                   sync_check=check == "1", width=env.get(ENV_WIDTH, "fixed") or "fixed")
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""
         return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below),
                 ENV_PLAN_AT: self.plan_at, ENV_DATASTORE: self.datastore or "",
-                ENV_LEARN: str(self.learn_tokens), ENV_SYNC_CHECK: str(int(self.sync_check))}
+                ENV_LEARN: str(self.learn_tokens), ENV_SYNC_CHECK: str(int(self.sync_check)),
+                ENV_WIDTH: self.width}

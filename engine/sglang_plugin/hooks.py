@@ -2,8 +2,9 @@
 registry), in the order a decode step meets them (the trees' own live in trees.py, the
 datastore's in datastore.py; `install` registers them all):
 
-    DFlashWorkerV2.forward_batch_generation  AROUND: the step's context; afterwards what it
-                                             committed, for the next step's history
+    DFlashWorkerV2.forward_batch_generation  AROUND: the step's context; with width "served",
+                                             plain decode in its place where that pays
+                                             (plain.py); afterwards what it committed
     _DflashDraftSampler                      REPLACE: the drafter's head inside the draft CUDA
                                              graph also keeps its top tokens' log-probabilities
     DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
@@ -24,6 +25,8 @@ datastore's in datastore.py; `install` registers them all):
                                              datastore (datastore.py)
     DFlashWorkerV2.alloc_memory_pool         AFTER: with trees, SGLang's KV move compiled at
                                              each size a batch of trees reaches
+    DFlashWorkerV2.init_cuda_graphs          AFTER: with width "served", the plain decode
+                                             step's backend and graphs (plain.py)
     DFlashWorkerV2.note_request_finished     AFTER: with trees and a learning datastore, a
                                              finished answer joins it
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
@@ -43,7 +46,7 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin import trees
+from turnspec.engine.sglang_plugin import plain, trees
 from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_MASK,
     GRAMMAR_TREE,
@@ -87,7 +90,11 @@ def around_forward(original, *args, **kwargs):
         STATE.store.watch(batch.reqs)
     STATE.step = StepContext(worker, batch)
     try:
-        result = original(*args, **kwargs)
+        if STATE.pace is not None and plain.choose(batch):
+            STATE.step.plain = True
+            result = plain.step(worker, batch, *args[2:], **kwargs)
+        else:
+            result = original(*args, **kwargs)
         tree = STATE.step.tree
         if tree is not None and tree.attached and not tree.settled:
             raise RuntimeError("turnspec sglang plugin: a step verified trees that were never put "
@@ -100,6 +107,8 @@ def around_forward(original, *args, **kwargs):
         return result
     counts = result.accept_lens
     stride = int(result.speculative_num_draft_tokens or 1) if counts is not None else 1
+    if not batch.forward_mode.is_extend() and counts is not None:
+        plain.tally(stride, result)  # a wide step's commits, for the pace
     if on_device and STATE.history is not None:
         STATE.history.append(batch.req_pool_indices, result.next_token_ids, counts, stride)
     elif STATE.overlap:
@@ -112,7 +121,7 @@ def plan_once(blocks: torch.Tensor, grammar_ok: bool) -> None:
     """Swap in the chosen blocks, or plan the trees, once per decode step (the first of the two
     hooks below)."""
     step = STATE.step
-    if step is not None and not step.planned:
+    if step is not None and not step.planned and not step.plain:
         step.planned = True
         STATE.stats["steps"] += 1
         if STATE.config.mode == "trees":
@@ -130,7 +139,7 @@ def around_grammar_chain(original, cls, verify_ids_2d):
     the grammar's masks are built along them, so grammar rows are planned too."""
     plan_once(verify_ids_2d, grammar_ok=True)
     step = STATE.step
-    if step is not None and step.tree is not None:  # trees: the walk follows them
+    if step is not None and step.tree is not None and not step.plain:  # the walk follows trees
         step.tree.grammar = True
         return cls.from_device(*tree_links(step.tree.parents), verify_ids_2d)
     return original(cls, verify_ids_2d)
@@ -140,6 +149,9 @@ def before_prepare_for_verify(verify, *args, **kwargs):
     """Before the target verify is loaded (no grammar walk this step, or it already planned).
     With trees, every verify carries a mask (its CUDA graphs read one): the step's trees', or a
     chain's where no step of ours is in flight."""
+    step = STATE.step
+    if step is not None and step.plain:  # plain decode: nothing to plan, no tree (plain.py)
+        return None
     n = int(verify.draft_token_num)
     blocks = verify.draft_token.view(-1, n)
     plan_once(blocks, grammar_ok=False)
@@ -147,7 +159,6 @@ def before_prepare_for_verify(verify, *args, **kwargs):
         batch, worker = arg(args, kwargs, 0, "batch"), arg(args, kwargs, 1, "target_worker")
         if batch.forward_mode.is_idle():
             return None
-        step = STATE.step
         tree = step.tree if step is not None and step.tree is not None else trees.chain(blocks)
         trees.attach(tree, verify, batch, trees.verify_backend(worker.model_runner))
     return None
@@ -266,6 +277,9 @@ def install(registry: Any, hook_type: Any) -> None:
     registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
                       hook_type.BEFORE)
     registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)
+    if STATE.config.width == "served":
+        registry.register(f"{WORKER}.init_cuda_graphs", plain.after_init_cuda_graphs,
+                          hook_type.AFTER)
     if STATE.config.mode == "trees":
         registry.register(f"{TP_WORKER}.forward_batch_generation", trees.around_target_forward,
                           hook_type.AROUND)

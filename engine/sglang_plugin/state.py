@@ -32,6 +32,7 @@ class StepContext:
     eager_top: tuple[Any, Any] | None = None
     planned: bool = False
     tree: Any | None = None  # mode "trees": the step's trees (trees.Tree)
+    plain: bool = False  # width "served": this step is plain decode (plain.py), nothing planned
 
 
 @dataclass(slots=True)
@@ -81,9 +82,16 @@ class PluginState:
     # counters kept on the device (plan_at "device": reading them each step would wait for it),
     # DEVICE_COUNTERS in order
     device_stats: Any | None = None
+    # width "served" (plain.py): the plain step's backend and graphs, the pace choosing between
+    # it and DFLASH's step, the wide steps' commits on their way to the host
+    plain: Any | None = None
+    pace: Any | None = None
+    tally: Any | None = None
+    building_plain: bool = False  # the plain step's graphs are being captured (a chain's)
 
     def configure(self, config: PluginConfig) -> None:
         self.config, self.options = config, config.options()
+        self.plain = self.pace = self.tally = None  # built with the worker's graphs (plain.py)
 
     def take_pending(self) -> dict[str, list[int]]:
         """The last step's commits not yet in the scheduler's requests (only under overlap

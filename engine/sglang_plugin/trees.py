@@ -232,9 +232,9 @@ def after_grammar_mask(result, *args, **kwargs):
 
 def around_mask_policy(original, attn_backend):
     """DFLASH's target verify reads a custom mask, under CUDA graphs too (registered for trees
-    only)."""
-    name, _ = original(attn_backend)
-    return name, True
+    only); the plain step's graphs (one token a row, plain.py) keep SGLang's own policy."""
+    name, custom = original(attn_backend)
+    return name, custom or not STATE.building_plain
 
 
 def refusals(server_args: Any) -> list[str]:

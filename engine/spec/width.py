@@ -13,14 +13,20 @@ device) and `fixed` what the step costs besides (the drafter's pass, the host's 
 about the same for 16 tokens as for 512 (a GPU at low load) one stream gets a wide tree; where
 cost grows with every token (a CPU, a full GPU batch) the rule verifies one block. Ties go to
 the narrower width.
+
+`Pace` is the same trade chosen as served, for an engine whose step is not one pass to time
+alone (SGLang's DFLASH step, bound by the host at low load): for each batch size it keeps what a
+step took at each verify width, between one step's start and the next's, and what a row
+committed, and each step takes the width with the most tokens a second.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +88,99 @@ class WidthRule:
             if rate > best_rate * (1 + 1e-9):
                 best, best_rate = b, rate
         return best
+
+
+@dataclass(slots=True)
+class Pace:
+    """The verify width of each decode step, chosen as served among `widths` (tokens a row
+    verifies; width 1 is plain decode, one token a row, nothing drafted).
+
+    Per batch-size bucket (1, 2, 3-4, 5-8, ...) and kind of step (a caller's label: a batch
+    under a grammar costs the host more a node) it keeps the seconds a step takes at each width:
+    from a step's start to the next's, an exponential average (`alpha`) over steps that
+    followed a step of the same width and rows and were followed by one of the same rows (so a
+    switch, a prefill or a finished request, each of which lengthens a gap, is not counted), and
+    a gap over `outlier` times the average is dropped. Per width, the tokens a row commits a step:
+    1 at width 1, an average of what was committed at the others (`tau_prior` until then).
+    A step takes the width with the most tokens a second (ties: the narrower); a width with no
+    time yet at this bucket is tried first, and every `explore` steps of a bucket the other
+    widths run again, each for `run` steps (the first of which is not timed), so the figures
+    follow the load and the turns."""
+    widths: tuple[int, ...]
+    tau_prior: float = 2.0
+    alpha: float = 0.2
+    explore: int = 64
+    run: int = 4
+    outlier: float = 4.0
+    seconds: dict[tuple[int, int, str], float] = field(default_factory=dict)  # width, bucket, kind
+    tau: dict[int, float] = field(default_factory=dict)  # width -> tokens a row commits
+    steps: Counter = field(default_factory=Counter)  # (bucket, kind) -> steps chosen there
+    _queue: list[int] = field(default_factory=list)  # widths of the exploring run in flight
+    _last: tuple[int, int, str, float, bool] | None = None  # width, rows, kind, start, like
+
+    def __post_init__(self) -> None:
+        if not self.widths or any(w < 1 for w in self.widths) or len(set(self.widths)) != len(
+                self.widths):
+            raise ValueError(f"widths: expected distinct widths >= 1, got {self.widths}")
+        self.widths = tuple(sorted(self.widths))
+        if not (self.tau_prior >= 1 and 0 < self.alpha <= 1 and self.explore >= 2
+                and self.run >= 2 and self.outlier > 1):
+            raise ValueError(f"expected tau_prior >= 1, 0 < alpha <= 1, explore >= 2, run >= 2, "
+                             f"outlier > 1; got tau_prior={self.tau_prior} alpha={self.alpha} "
+                             f"explore={self.explore} run={self.run} outlier={self.outlier}")
+
+    @staticmethod
+    def bucket(rows: int) -> int:
+        """The power of two at or above `rows`."""
+        return 1 << max(rows - 1, 0).bit_length()
+
+    def tokens(self, width: int) -> float:
+        """Tokens a row commits a step at `width`."""
+        return 1.0 if width == 1 else self.tau.get(width, self.tau_prior)
+
+    def step(self, rows: int, now: float, kind: str = "") -> int:
+        """The width of a decode step of `rows` rows and `kind` starting at `now` (seconds, a
+        monotonic clock); the step before it is timed now if it counts (see the class)."""
+        if rows < 1:
+            raise ValueError(f"rows: expected a decode step of >= 1 rows, got {rows}")
+        last = self._last
+        if last is not None and last[4] and last[1:3] == (rows, kind):
+            self._time(last[0], rows, kind, now - last[3])
+        width = self._choose(rows, kind)
+        like = last is not None and last[:3] == (width, rows, kind)
+        self._last = (width, rows, kind, now, like)
+        return width
+
+    def pause(self) -> None:
+        """A step that is not a decode step (a prefill, an idle batch) comes next: the gap from
+        the last decode step's start is not its time."""
+        self._last = None
+
+    def committed(self, width: int, rows: int, tokens: float) -> None:
+        """A step at `width` committed `tokens` over `rows` rows."""
+        if width != 1 and rows > 0:
+            old = self.tau.get(width)
+            new = tokens / rows
+            self.tau[width] = new if old is None else old + self.alpha * (new - old)
+
+    def _choose(self, rows: int, kind: str) -> int:
+        if self._queue:
+            return self._queue.pop()
+        b = self.bucket(rows)
+        self.steps[(b, kind)] += 1
+        untried = [w for w in self.widths if (w, b, kind) not in self.seconds]
+        best = max((w for w in self.widths if (w, b, kind) in self.seconds),
+                   key=lambda w: (self.tokens(w) / self.seconds[(w, b, kind)], -w), default=None)
+        others = [w for w in self.widths if w != best]
+        if untried or (others and self.steps[(b, kind)] % self.explore == 0):
+            for w in untried or others:
+                self._queue += [w] * self.run
+            return self._queue.pop()
+        return best
+
+    def _time(self, width: int, rows: int, kind: str, seconds: float) -> None:
+        key = (width, self.bucket(rows), kind)
+        old = self.seconds.get(key)
+        if seconds <= 0 or (old is not None and seconds > self.outlier * old):
+            return
+        self.seconds[key] = seconds if old is None else old + self.alpha * (seconds - old)

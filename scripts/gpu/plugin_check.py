@@ -3,7 +3,7 @@
 
 usage (on the device, after `sglang.sh unpack`; one mode a process, as SGLang starts one engine
 a process cleanly):
-    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees|trees-learn|trees32 OUT.json [--n 64]
+    python3 scripts/gpu/plugin_check.py run none|stock|lookup|device|trees|trees-learn|trees32|served OUT.json [--n 64]
     python3 scripts/gpu/plugin_check.py compare OUT_DIR      # none.json, stock.json, lookup.json, ...
 
 `lookup` plans on the host before the verify (TURNSPEC_SGLANG_PLAN_AT=verify), `device` on the
@@ -31,12 +31,13 @@ ROOT = Path(__file__).resolve().parents[2]
 EVALSET = ROOT / "docs/gpu-runs/2026-12-04-copy-rule/evalset-samples.jsonl.gz"
 SPLITS = ("independent-voice", "independent-generic")
 CHUNK = 32  # prompts a generate call (cuda_graph_max_bs_decode below)
-MODES = ("none", "stock", "lookup", "device", "trees", "trees-learn", "trees32")
+MODES = ("none", "stock", "lookup", "device", "trees", "trees-learn", "trees32", "served")
 # the plugin's modes; trees-learn: trees with a learning datastore (later batches draw on the
 # answers of earlier ones: other conversations of the same kinds); trees32: trees of 32 nodes
-# a row (DFLASH's block of 32: the drafter's 31 drafts, more swaps and the lookup among them)
+# a row (DFLASH's block of 32: the drafter's 31 drafts, more swaps and the lookup among them);
+# served: trees, or plain decode where that commits more a second (TURNSPEC_SGLANG_WIDTH=served)
 PLAN_AT = {"lookup": "verify", "device": "device", "trees": "device", "trees-learn": "device",
-           "trees32": "device"}
+           "trees32": "device", "served": "device"}
 
 
 def turns(n: int) -> list[tuple[str, str, list[int]]]:
@@ -58,9 +59,11 @@ def run(mode: str, out: Path, n: int, max_new: int, model: str, drafter: str,
     from turnspec.engine.sglang_plugin.arm import arm
     from turnspec.engine.sglang_plugin.config import PluginConfig
 
-    spec = "trees" if mode.startswith("trees") else "lookup" if mode in PLAN_AT else "off"
+    spec = ("trees" if mode.startswith("trees") or mode == "served" else
+            "lookup" if mode in PLAN_AT else "off")
     arm(PluginConfig(mode=spec, plan_at=PLAN_AT.get(mode, "device"),
-                     learn_tokens=1_000_000 if mode == "trees-learn" else 0))
+                     learn_tokens=1_000_000 if mode == "trees-learn" else 0,
+                     width="served" if mode == "served" else "fixed"))
     kw = {"model_path": model, "dtype": dtype, "attention_backend": "triton",
           "sampling_backend": "pytorch", "mem_fraction_static": mem, "log_level": "error",
           "cuda_graph_max_bs_decode": 32}

@@ -9,7 +9,7 @@
 # (DFLASH + --sglang-spec lookup --sglang-spec-plan-at verify: planned on the host), ts-device
 # (the default, planned on the GPU), ts-trees (--sglang-spec trees: verify trees), ts-trees32 (the
 # same with --spec-block-size 32: a 32-node tree a row, the drafter's block of 16 beside more
-# branches), all `turnspec
+# branches), ts-served (trees or plain decode, step by step: --sglang-spec-width served), all `turnspec
 # serve --engine sglang`; sg-lookup is `python -m sglang.launch_server` with DFLASH and the
 # plugin armed (TURNSPEC_SGLANG_SPEC=$SG_SPEC: lookup, or trees).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
@@ -52,8 +52,9 @@ SG_SPEC=${SG_SPEC:-lookup}        # sg-lookup's TURNSPEC_SGLANG_SPEC: lookup, or
 VT=${VOICE_TOOLS:-grammar}        # voice's --tool-mode: none runs the same turns without the
                                   # grammar (is τ as served below the batch check's for it?)
 declare -A PEER=([verify]=ts-lookup [device]=ts-device [trees]=ts-trees)
+SG_WIDTH=${SG_WIDTH:-fixed}       # sg-lookup's TURNSPEC_SGLANG_WIDTH (served: its peer is ts-served)
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
-                 [ts-trees]=18037 [ts-trees32]=18038)
+                 [ts-trees]=18037 [ts-trees32]=18038 [ts-served]=18039)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
@@ -63,9 +64,10 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
     ts-trees) args=(--speculator "$D" --sglang-spec trees) ;;
     ts-trees32) args=(--speculator "$D" --sglang-spec trees --spec-block-size 32) ;;
+    ts-served) args=(--speculator "$D" --sglang-spec trees --sglang-spec-width served) ;;
   esac
   if [ "$name" = sg-lookup ]; then
-    TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT setsid nohup python3 -m sglang.launch_server --model-path "$M" \
+    TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT TURNSPEC_SGLANG_WIDTH=$SG_WIDTH setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
       --dtype bfloat16 --mem-fraction-static "${MEM:-0.3}" --cuda-graph-max-bs-decode 32 \
@@ -146,6 +148,7 @@ run)
   if [ "$wl" = generic ]; then
     down
     peer=${PEER[$SG_PLAN_AT]}; [ "$SG_SPEC" = trees ] && peer=ts-trees
+    [ "$SG_WIDTH" = served ] && peer=ts-served
     $PY scripts/gpu/plugin_load_table.py $R --json $R/plugin-load.json --own-peer "$peer"
   fi
   pack

@@ -13,7 +13,8 @@ SGLang's own server, with the issue's bars:
 RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
 the host: --sglang-spec-plan-at verify), ts-device (planning on the GPU, the default: the plugin
 the bars judge where it ran; ts-lookup is then judged by the same tok/s bar as `verify`),
-ts-trees (verify trees, --sglang-spec trees: judged first where it ran), ts-trees32 (trees of 32
+ts-trees (verify trees, --sglang-spec trees), ts-served (trees or plain decode step by step,
+--sglang-spec-width served: judged first where it ran, then ts-trees), ts-trees32 (trees of 32
 nodes: shown, not judged), sg-lookup and WORKLOAD
 in voice, generic; a missing file leaves its cells empty.
 """
@@ -27,7 +28,8 @@ from typing import Any
 
 from same_tokens_table import levels
 
-NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "ts-trees", "ts-trees32", "sg-lookup")
+NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "ts-trees", "ts-trees32", "ts-served",
+         "sg-lookup")
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
@@ -72,7 +74,7 @@ def bars(workload: str, c: int, got: dict[str, dict | None],
     def tok(name: str) -> float | None:
         return got[name]["tok_s"] if got.get(name) else None
 
-    judged = next((n for n in ("ts-trees", "ts-device") if got.get(n)), "ts-lookup")
+    judged = next((n for n in ("ts-served", "ts-trees", "ts-device") if got.get(n)), "ts-lookup")
     plug, stock, none, own = tok(judged), tok("ts-stock"), tok("ts-none"), tok("sg-lookup")
     need = floor(workload, c, stock, none)
     out: dict[str, bool | None] = {}

@@ -57,6 +57,13 @@ def test_the_plugin_flags(smollm2_dir: Path) -> None:
     trees = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
                                           "--sglang-spec", "trees"))
     assert trees.plugin.mode == "trees" and trees.plugin.to_env()["TURNSPEC_SGLANG_SPEC"] == "trees"
+    assert trees.plugin.width == "fixed"
+    served = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
+                                           "--sglang-spec", "trees", "--sglang-spec-width",
+                                           "served"))
+    assert served.plugin.to_env()["TURNSPEC_SGLANG_WIDTH"] == "served"
+    with pytest.raises(ValueError, match="expected TURNSPEC_SGLANG_SPEC=lookup or trees"):
+        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-spec-width", "served"))
     with pytest.raises(ValueError, match="trees plans on the GPU"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
                                       "--sglang-spec", "trees", "--sglang-spec-plan-at", "verify"))

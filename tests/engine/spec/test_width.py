@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnspec.engine.spec.width import Curve, WidthRule
+from turnspec.engine.spec.width import Curve, Pace, WidthRule
 
 TAU = Curve.of([(1, 3.70), (3, 5.65), (8, 6.27), (16, 6.55)])  # replay-shaped: gains flatten
 
@@ -75,3 +75,79 @@ def test_what_the_step_costs_besides_the_verify_widens_the_choice() -> None:
     assert WidthRule(TAU, cost, fixed=10.0).branches(1, 0, block=16, most=16) > 1
     with pytest.raises(ValueError, match="fixed: expected finite seconds >= 0"):
         WidthRule(TAU, cost, fixed=-1.0)
+
+
+def drive(pace: Pace, rows: int, seconds: dict[int, float], steps: int, t: float = 0.0) -> tuple[
+        list[int], float]:
+    """`steps` decode steps of `rows` rows, each lasting what `seconds` says for its width."""
+    chosen = []
+    for _ in range(steps):
+        w = pace.step(rows, t)
+        chosen.append(w)
+        t += seconds[w]
+    return chosen, t
+
+
+def test_pace_tries_each_width_then_takes_the_most_tokens_a_second() -> None:
+    pace = Pace((1, 16), tau_prior=5.0)
+    chosen, _ = drive(pace, 1, {1: 0.002, 16: 0.004}, 40)  # 500 against 1,250 tokens a second
+    assert set(chosen[:8]) == {1, 16}                       # each width's run first
+    assert chosen[8:] == [16] * 32
+    assert pace.seconds[(1, 1, "")] == pytest.approx(0.002)
+    assert pace.seconds[(16, 1, "")] == pytest.approx(0.004)
+
+
+def test_pace_falls_to_plain_decode_where_a_wide_step_costs_more_than_it_commits() -> None:
+    pace = Pace((1, 16), tau_prior=5.0)
+    chosen, _ = drive(pace, 32, {1: 0.007, 16: 0.040}, 40)  # 5 / 40 ms < 1 / 7 ms
+    assert chosen[8:] == [1] * 32
+    assert pace.bucket(32) == 32 and pace.bucket(17) == 32 and pace.bucket(3) == 4
+
+
+def test_pace_runs_the_other_width_again_every_explore_steps() -> None:
+    pace = Pace((1, 16), tau_prior=5.0, explore=10, run=3)
+    chosen, _ = drive(pace, 1, {1: 0.002, 16: 0.004}, 60)
+    after = chosen[6:]                                       # past the two first runs
+    assert after.count(1) >= 3 * (len(after) // 11)          # a run of 3 about every 10 steps
+    assert after.count(16) > after.count(1)
+
+
+def test_pace_follows_what_rows_commit() -> None:
+    pace = Pace((1, 16), tau_prior=5.0, alpha=1.0)
+    drive(pace, 1, {1: 0.002, 16: 0.004}, 12)
+    pace.committed(16, 4, 4.0)                               # one token a row: not worth it
+    chosen, _ = drive(pace, 1, {1: 0.002, 16: 0.004}, 5, t=1.0)
+    assert chosen == [1] * 5
+    assert pace.tokens(1) == 1.0 and pace.tokens(16) == 1.0
+
+
+def test_pace_times_only_gaps_between_like_steps() -> None:
+    pace = Pace((1, 16), tau_prior=5.0)
+    pace.step(2, 0.0)
+    pace.pause()                                             # a prefill came between
+    pace.step(2, 5.0)
+    pace.step(3, 5.01)                                       # a request joined: not timed
+    assert pace.seconds == {}
+    w = pace.step(3, 5.02)
+    pace.step(3, 5.03)
+    assert pace.seconds == {(w, 4, ""): pytest.approx(0.01)}
+    pace.step(3, 9.0)                                        # far over the average: dropped
+    assert pace.seconds[(w, 4, "")] == pytest.approx(0.01)
+    g = pace.step(3, 9.01, "grammar")                        # another kind: its own figures
+    pace.step(3, 9.03, "grammar")
+    pace.step(3, 9.05, "grammar")
+    assert pace.seconds == {(w, 4, ""): pytest.approx(0.01), (g, 4, "grammar"): pytest.approx(0.02)}
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"widths": ()}, "distinct widths"),
+    ({"widths": (1, 1)}, "distinct widths"),
+    ({"widths": (0, 16)}, "distinct widths"),
+    ({"widths": (1, 16), "alpha": 0.0}, "0 < alpha"),
+    ({"widths": (1, 16), "run": 1}, "run >= 2"),
+])
+def test_bad_paces_are_refused(kwargs, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Pace(**kwargs)
+    with pytest.raises(ValueError, match="rows"):
+        Pace((1, 16)).step(0, 0.0)

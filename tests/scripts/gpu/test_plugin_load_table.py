@@ -1,5 +1,6 @@
-"""scripts/gpu/plugin_load_table.py: issue 53's load table and its bars, judged on the trees
-server where it ran (a 32-node one is shown beside it, not judged), else the device plan."""
+"""scripts/gpu/plugin_load_table.py: issue 53's load table and its bars, judged on the served
+width's server where it ran, else the trees' (a 32-node one is shown beside it, not judged),
+else the device plan."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ def test_bars_judge_trees_against_stock_and_none(tmp_path: Path) -> None:
     assert rows[8]["bars"] == {"c8": True, "ttft": True, "own_server": False}
     assert rows[32]["bars"]["c32"] is False
     assert rows[1]["ts-trees"]["tau"] == 4.4 and rows[1]["ts-trees32"]["tok_s"] == 100
+    # the served width, where it ran, is judged before the trees (plain decode at 32 streams)
+    _write(tmp_path, "ts-served", "voice", {1: (750, 41.5), 8: (1920, 80.9), 32: (3450, 90.0)})
+    rows = {r["concurrency"]: r for r in plugin_load_table.table(tmp_path, "ts-served")}
+    assert rows[32]["bars"]["c32"] is True and rows[1]["bars"]["own_server"] is True
 
 
 def test_missing_peers_leave_bars_open_and_judging_falls_back(tmp_path: Path, capsys) -> None:

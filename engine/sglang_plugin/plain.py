@@ -136,7 +136,7 @@ def rows(worker: Any, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     prefix = batch.seq_lens.to(torch.int64)
     last = batch.spec_info.bonus_tokens.view(-1)
     table = worker.model_runner.req_to_token_pool.req_to_token
-    return prefix, last, table[batch.req_pool_indices, prefix].to(torch.int64)
+    return prefix, last, table[batch.req_pool_indices.to(torch.int64), prefix].to(torch.int64)
 
 
 def verify(worker: Any, batch: Any, last: torch.Tensor, prefix: torch.Tensor,

@@ -97,10 +97,12 @@ class Pace:
 
     Per batch-size bucket (1, 2, 3-4, 5-8, ...) and kind of step (a caller's label: a batch
     under a grammar costs the host more a node) it keeps the seconds a step takes at each width:
-    from a step's start to the next's, an exponential average (`alpha`) over steps that
-    followed a step of the same width and rows and were followed by one of the same rows (so a
-    switch, a prefill or a finished request, each of which lengthens a gap, is not counted), and
-    a gap over `outlier` times the average is dropped. Per width, the tokens a row commits a step:
+    from a step's start to the next decode step's start, an exponential average (`alpha`) over
+    steps that followed a step of the same width and kind (the first step after a switch waits on
+    its predecessor's work too). Prefills and finished requests between two steps stay in the
+    gap: their cost grows with the tokens committed, so each width pays for its own. A gap over
+    `outlier` times the average is dropped (the server sat idle), and one under the average
+    over `outlier` replaces it (the average was such a gap). Per width, the tokens a row commits:
     1 at width 1, an average of what was committed at the others (`tau_prior` until then).
     A step takes the width with the most tokens a second (ties: the narrower); a width with no
     time yet at this bucket is tried first, and every `explore` steps of a bucket the other
@@ -140,20 +142,20 @@ class Pace:
 
     def step(self, rows: int, now: float, kind: str = "") -> int:
         """The width of a decode step of `rows` rows and `kind` starting at `now` (seconds, a
-        monotonic clock); the step before it is timed now if it counts (see the class)."""
+        monotonic clock); the decode step before it is timed now if it counts (see the class)."""
         if rows < 1:
             raise ValueError(f"rows: expected a decode step of >= 1 rows, got {rows}")
         last = self._last
-        if last is not None and last[4] and last[1:3] == (rows, kind):
-            self._time(last[0], rows, kind, now - last[3])
+        if last is not None and last[4]:
+            self._time(last[0], last[1], last[2], now - last[3])
         width = self._choose(rows, kind)
-        like = last is not None and last[:3] == (width, rows, kind)
+        like = last is not None and (last[0], last[2]) == (width, kind)
         self._last = (width, rows, kind, now, like)
         return width
 
     def pause(self) -> None:
-        """A step that is not a decode step (a prefill, an idle batch) comes next: the gap from
-        the last decode step's start is not its time."""
+        """The server ran no decode step for a while (an idle batch): the gap from the last
+        decode step's start is not its time."""
         self._last = None
 
     def committed(self, width: int, rows: int, tokens: float) -> None:
@@ -183,4 +185,5 @@ class Pace:
         old = self.seconds.get(key)
         if seconds <= 0 or (old is not None and seconds > self.outlier * old):
             return
-        self.seconds[key] = seconds if old is None else old + self.alpha * (seconds - old)
+        fresh = old is None or seconds * self.outlier < old
+        self.seconds[key] = seconds if fresh else old + self.alpha * (seconds - old)

@@ -1,7 +1,7 @@
 """Width "served" through the hooks as DFLASH's worker calls them, on the CPU: the pace sends a
 decode step to plain decode where that has committed more a second (plain.step is replaced
 here: it runs SGLang's own verify, so tests/engine/test_sglang_trees_cuda.py runs it on the GPU),
-nothing is planned for a plain step, a prefill pauses the pace, and the wide steps' commits
+nothing is planned for a plain step, a prefill is left to DFLASH, and the wide steps' commits
 reach the pace from their results."""
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ def test_the_pace_routes_steps_and_learns_what_wide_steps_commit(monkeypatch) ->
     STATE.pace.seconds[(8, 2, "")] = 0.002                      # now 2,000 against 1,000
     hooks.around_forward(wide_step, object(), batch(2))
     assert ran[-1] == "wide" and STATE.pace.tau == {}
-    hooks.around_forward(wide_step, object(), batch(2, extend=True))  # a prefill: paused
+    hooks.around_forward(wide_step, object(), batch(2, extend=True))  # a prefill: not paced
     assert STATE.pace.tau == {8: 4.0}                           # (3 + 5) / 2, read back
-    assert STATE.pace._last is None
+    assert STATE.pace._last[0] == 8 and ran[-1] == "wide"
 
 
 def test_the_tally_reads_each_step_once_in_order() -> None:

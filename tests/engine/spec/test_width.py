@@ -121,22 +121,35 @@ def test_pace_follows_what_rows_commit() -> None:
     assert pace.tokens(1) == 1.0 and pace.tokens(16) == 1.0
 
 
-def test_pace_times_only_gaps_between_like_steps() -> None:
-    pace = Pace((1, 16), tau_prior=5.0)
-    pace.step(2, 0.0)
-    pace.pause()                                             # a prefill came between
-    pace.step(2, 5.0)
-    pace.step(3, 5.01)                                       # a request joined: not timed
+def test_pace_times_gaps_after_like_steps_and_drops_idle_ones() -> None:
+    pace = Pace((1, 16), tau_prior=5.0, run=10)              # ten steps of the first width
+    w = pace.step(2, 0.0)
+    pace.step(2, 0.01)                                       # follows no step: not timed
     assert pace.seconds == {}
-    w = pace.step(3, 5.02)
-    pace.step(3, 5.03)
-    assert pace.seconds == {(w, 4, ""): pytest.approx(0.01)}
+    pace.step(3, 0.02)                  # a request joined (its prefill in the gap): still timed
+    assert pace.seconds == {(w, 2, ""): pytest.approx(0.01)}
+    pace.pause()                                             # idle: the next gap is not timed
+    pace.step(3, 5.0)
+    pace.step(3, 5.01)
+    pace.step(3, 5.02)
+    assert pace.seconds[(w, 4, "")] == pytest.approx(0.01)
     pace.step(3, 9.0)                                        # far over the average: dropped
     assert pace.seconds[(w, 4, "")] == pytest.approx(0.01)
-    g = pace.step(3, 9.01, "grammar")                        # another kind: its own figures
+    pace.step(3, 9.01, "grammar")                            # another kind: its own figures
     pace.step(3, 9.03, "grammar")
     pace.step(3, 9.05, "grammar")
-    assert pace.seconds == {(w, 4, ""): pytest.approx(0.01), (g, 4, "grammar"): pytest.approx(0.02)}
+    assert pace.seconds == {(w, 2, ""): pytest.approx(0.01), (w, 4, ""): pytest.approx(0.01),
+                            (w, 4, "grammar"): pytest.approx(0.02)}
+
+
+def test_an_average_started_on_an_idle_gap_is_replaced() -> None:
+    pace = Pace((1, 16), tau_prior=5.0, run=8)
+    w = pace.step(1, 0.0)
+    pace.step(1, 0.001)
+    pace.step(1, 0.5)                                        # the first gap timed: idle time
+    assert pace.seconds[(w, 1, "")] == pytest.approx(0.499)
+    pace.step(1, 0.502)
+    assert pace.seconds[(w, 1, "")] == pytest.approx(0.002)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -175,7 +175,7 @@ class Pace:
                    key=lambda w: (self.tokens(w) / self.seconds[(w, b, kind)], -w), default=None)
         others = [w for w in self.widths if w != best]
         if untried or (others and self.steps[(b, kind)] % self.explore == 0):
-            for w in untried or others:
+            for w in reversed(untried or others):  # the narrowest runs first
                 self._queue += [w] * self.run
             return self._queue.pop()
         return best

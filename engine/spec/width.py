@@ -105,9 +105,9 @@ class Pace:
     over `outlier` replaces it (the average was such a gap). Per width, the tokens a row commits:
     1 at width 1, an average of what was committed at the others (`tau_prior` until then).
     A step takes the width with the most tokens a second (ties: the narrower); a width with no
-    time yet at this bucket is tried first, and every `explore` steps of a bucket the other
-    widths run again, each for `run` steps (the first of which is not timed), so the figures
-    follow the load and the turns."""
+    time yet at this bucket is tried first, and every `explore` steps of a bucket (times how
+    far behind they are, up to 8) the other widths run again, each for `run` steps (the first of
+    which is not timed), so the figures follow the load and the turns."""
     widths: tuple[int, ...]
     tau_prior: float = 2.0
     alpha: float = 0.2
@@ -116,7 +116,7 @@ class Pace:
     outlier: float = 4.0
     seconds: dict[tuple[int, int, str], float] = field(default_factory=dict)  # width, bucket, kind
     tau: dict[int, float] = field(default_factory=dict)  # width -> tokens a row commits
-    steps: Counter = field(default_factory=Counter)  # (bucket, kind) -> steps chosen there
+    steps: Counter = field(default_factory=Counter)  # (bucket, kind) -> steps since exploring
     _queue: list[int] = field(default_factory=list)  # widths of the exploring run in flight
     _last: tuple[int, int, str, float, bool] | None = None  # width, rows, kind, start, like
 
@@ -168,13 +168,19 @@ class Pace:
     def _choose(self, rows: int, kind: str) -> int:
         if self._queue:
             return self._queue.pop()
-        b = self.bucket(rows)
-        self.steps[(b, kind)] += 1
-        untried = [w for w in self.widths if (w, b, kind) not in self.seconds]
-        best = max((w for w in self.widths if (w, b, kind) in self.seconds),
-                   key=lambda w: (self.tokens(w) / self.seconds[(w, b, kind)], -w), default=None)
+        key = (self.bucket(rows), kind)
+        self.steps[key] += 1
+        rate = {w: self.tokens(w) / self.seconds[(w, *key)] for w in self.widths
+                if (w, *key) in self.seconds}
+        untried = [w for w in self.widths if w not in rate]
+        best = max(rate, key=lambda w: (rate[w], -w), default=None)
         others = [w for w in self.widths if w != best]
-        if untried or (others and self.steps[(b, kind)] % self.explore == 0):
+        # the others again every `explore` steps, less often the further behind they are
+        # (at most 8 times less: one stream's trees at 2.5x plain decode's rate lose ~1% to it)
+        due = self.explore * min(8.0, rate[best] / max(rate[w] for w in others)) if not untried \
+            and others else math.inf
+        if untried or self.steps[key] >= due:
+            self.steps[key] = 0
             for w in reversed(untried or others):  # the narrowest runs first
                 self._queue += [w] * self.run
             return self._queue.pop()

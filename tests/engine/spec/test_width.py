@@ -104,12 +104,17 @@ def test_pace_falls_to_plain_decode_where_a_wide_step_costs_more_than_it_commits
     assert pace.bucket(32) == 32 and pace.bucket(17) == 32 and pace.bucket(3) == 4
 
 
-def test_pace_runs_the_other_width_again_every_explore_steps() -> None:
-    pace = Pace((1, 16), tau_prior=5.0, explore=10, run=3)
-    chosen, _ = drive(pace, 1, {1: 0.002, 16: 0.004}, 60)
-    after = chosen[6:]                                       # past the two first runs
-    assert after.count(1) >= 3 * (len(after) // 11)          # a run of 3 about every 10 steps
-    assert after.count(16) > after.count(1)
+def test_pace_runs_the_other_width_again_less_often_the_further_behind_it_is() -> None:
+    def plain_runs(tau: float) -> int:
+        pace = Pace((1, 16), tau_prior=tau, explore=10, run=3)
+        chosen, _ = drive(pace, 1, {1: 0.002, 16: 0.004}, 206)
+        after = chosen[6:]                                   # past the two first runs
+        return sum(1 for i, w in enumerate(after) if w == 1 and (i == 0 or after[i - 1] != 1))
+
+    # 200 steps at one stream; plain decode 1 token / 2 ms, trees tau / 4 ms
+    assert plain_runs(3.0) == 11                             # 1.5x behind: a run every ~18 steps
+    assert plain_runs(5.0) == 7                              # 2.5x behind: every ~28 steps
+    assert plain_runs(50.0) == 2                             # 25x behind: every 83 (8x at most)
 
 
 def test_pace_follows_what_rows_commit() -> None:

@@ -82,7 +82,9 @@ def around_forward(original, *args, **kwargs):
     "device" (a prefill writes its rows first), else for the host (overlap scheduling)."""
     worker, batch = args[0], arg(args, kwargs, 1, "batch")
     on_device = STATE.config.plan_at == "device" and bool(batch.reqs)
-    if on_device and (batch.forward_mode.is_extend() or getattr(batch, "is_extend_in_batch", False)):
+    # read before the step: DFLASH's verify leaves the batch in TARGET_VERIFY, an "extend" mode
+    prefill = batch.forward_mode.is_extend() or getattr(batch, "is_extend_in_batch", False)
+    if on_device and prefill:
         if STATE.history is None:
             STATE.history = DeviceHistory.for_batch(batch)
         STATE.history.write(batch.reqs)
@@ -107,7 +109,7 @@ def around_forward(original, *args, **kwargs):
         return result
     counts = result.accept_lens
     stride = int(result.speculative_num_draft_tokens or 1) if counts is not None else 1
-    if not batch.forward_mode.is_extend() and counts is not None:
+    if not prefill and counts is not None:
         plain.tally(stride, result)  # a wide step's commits, for the pace
     if on_device and STATE.history is not None:
         STATE.history.append(batch.req_pool_indices, result.next_token_ids, counts, stride)

@@ -45,6 +45,9 @@ def test_the_pace_routes_steps_and_learns_what_wide_steps_commit(monkeypatch) ->
 
     def wide_step(worker, b):
         ran.append("wide")
+        if not b.forward_mode.is_extend():  # as DFLASH's verify leaves it: TARGET_VERIFY, which
+            b.forward_mode = SimpleNamespace(is_extend=lambda: True,  # SGLang counts as extend
+                                             is_idle=lambda: False)
         return result(8, [3, 5])
 
     monkeypatch.setattr(plain, "step", plain_step)

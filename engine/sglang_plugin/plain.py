@@ -154,7 +154,8 @@ def verify(worker: Any, batch: Any, last: torch.Tensor, prefix: torch.Tensor,
     batch.out_cache_loc = loc
     saved = batch.seq_lens_cpu, batch.seq_lens_sum
     if saved[0] is not None:  # the verify's host bound: the committed prefix and its one token
-        batch.seq_lens_cpu, batch.seq_lens_sum = saved[0] + 1, int(saved[1]) + len(last)
+        bound = saved[0] + 1
+        batch.seq_lens_cpu, batch.seq_lens_sum = bound, int(bound.sum())
     with swapped(worker.model_runner, STATE.plain):
         try:
             forward_batch, _ = spec.prepare_for_verify(batch, worker.target_worker)

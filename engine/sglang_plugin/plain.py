@@ -68,7 +68,13 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("turnspec sglang plugin: TURNSPEC_SGLANG_WIDTH=served on a model with "
                            "mamba state: its verify commits that state by DFLASH's block; "
                            "expected an attention-only target (or TURNSPEC_SGLANG_WIDTH=fixed)")
-    STATE.plain = build(worker)
+    try:
+        STATE.plain = build(worker)
+    except Exception as e:
+        raise RuntimeError(f"turnspec sglang plugin: the plain decode step's one-token verify "
+                           f"backend and graphs failed to build: {type(e).__name__}: {e}; "
+                           "expected them to build beside DFLASH's (or "
+                           "TURNSPEC_SGLANG_WIDTH=fixed)") from e
     STATE.pace, STATE.tally = Pace((1, int(worker.block_size))), Tally()
     return result
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin.state import STATE, sync_free
+from turnspec.engine.sglang_plugin.state import STATE, sync_free, to_host
 from turnspec.engine.spec.width import Pace
 
 
@@ -210,12 +210,7 @@ class Tally:
         self.inflight: list[tuple[int, int, torch.Tensor, Any]] = []  # width, rows, total, event
 
     def push(self, width: int, commit_lens: torch.Tensor) -> None:
-        total = commit_lens.sum()
-        done = None
-        if total.is_cuda:
-            total = total.to("cpu", non_blocking=True)
-            done = torch.cuda.Event()
-            done.record()
+        (total,), done = to_host(commit_lens.sum())
         self.inflight.append((width, int(commit_lens.shape[0]), total, done))
 
     def ready(self) -> Iterator[tuple[int, int, int]]:

@@ -49,12 +49,8 @@ class Pending:
     @classmethod
     def copy_of(cls, rids: list[str], tokens: Any, counts: Any | None, stride: int) -> Pending:
         """Start the host copy of a step's commits behind the step on its stream (no sync)."""
-        host = [t.to("cpu", non_blocking=True) if t is not None else None for t in (tokens, counts)]
-        done = None
-        if tokens.is_cuda:
-            done = torch.cuda.Event()
-            done.record()
-        return cls(rids, host[0], host[1], stride, done)
+        (host_tokens, host_counts), done = to_host(tokens, counts)
+        return cls(rids, host_tokens, host_counts, stride, done)
 
     def by_rid(self) -> dict[str, list[int]]:
         """rid -> committed tokens; waits for the copy, not for what the GPU queued after it."""
@@ -123,6 +119,18 @@ STATE = PluginState()
 def arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
     """A hooked call's argument, however the caller passed it."""
     return args[index] if len(args) > index else kwargs[name]
+
+
+def to_host(*tensors: Any) -> tuple[list[Any], Any | None]:
+    """Host copies of `tensors` (None stays None), started behind the work queued on the current
+    stream, and the CUDA event that marks them done (None when none was on CUDA): nothing
+    waits here; read a copy once its event is done."""
+    host = [t.to("cpu", non_blocking=True) if t is not None else None for t in tensors]
+    done = None
+    if any(t is not None and t.is_cuda for t in tensors):
+        done = torch.cuda.Event()
+        done.record()
+    return host, done
 
 
 def on_device(data: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

@@ -116,7 +116,7 @@ def step(worker: Any, batch: Any, on_publish: Any = None, grammar_barrier: Any =
     if batch.seq_lens.is_cuda:  # carried from the last step, maybe made on another stream
         batch.seq_lens.record_stream(torch.cuda.current_stream())
     draft_input = batch.spec_info  # the verify's input replaces it on the batch
-    prefix, last, loc = rows(worker, batch)
+    prefix, last, loc = rows(worker, batch, draft_input)
     bs = len(last)
     out = verify(worker, batch, last, prefix, loc)
     token = next_tokens(batch, draft_input, out.logits_output.next_token_logits, last,
@@ -139,11 +139,12 @@ def step(worker: Any, batch: Any, on_publish: Any = None, grammar_barrier: Any =
 
 
 @sync_free
-def rows(worker: Any, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def rows(worker: Any, batch: Any, draft_input: Any) -> tuple[torch.Tensor, torch.Tensor,
+                                                               torch.Tensor]:
     """Each row's committed length (the new token's position), its last committed token and
     the KV slot SGLang reserved for that token: [bs] each, on the device."""
     prefix = batch.seq_lens.to(torch.int64)
-    last = batch.spec_info.bonus_tokens.view(-1)
+    last = draft_input.bonus_tokens.view(-1)
     table = worker.model_runner.req_to_token_pool.req_to_token
     return prefix, last, table[batch.req_pool_indices.to(torch.int64), prefix].to(torch.int64)
 

@@ -177,8 +177,10 @@ class Pace:
         others = [w for w in self.widths if w != best]
         # the others again every `explore` steps, less often the further behind they are
         # (at most 8 times less: one stream's trees at 2.5x plain decode's rate lose ~1% to it)
-        due = self.explore * min(8.0, rate[best] / max(rate[w] for w in others)) if not untried \
-            and others else math.inf
+        if untried or not others:
+            due = math.inf
+        else:
+            due = self.explore * min(8.0, rate[best] / max(rate[w] for w in others))
         if untried or self.steps[key] >= due:
             self.steps[key] = 0
             for w in reversed(untried or others):  # the narrowest runs first

@@ -17,10 +17,12 @@ from typing import Any
 from turnspec.loadtest.record import RequestRecord
 from turnspec.loadtest.runner import RunResult
 from turnspec.loadtest.stats import (
+    HOST_PARTS,
     PERCENTILES,
     Slo,
     breakdown_row,
     goodput,
+    host_split,
     mean_itl,
     per_user_tok_s,
     server_parts,
@@ -31,7 +33,8 @@ from turnspec.loadtest.stats import (
 
 SCHEMA = 1
 MAX_GAP_SAMPLES = 50_000  # pooled ITL gaps kept for the CDF plot (evenly thinned beyond)
-OPTIONAL = ("ttfs_ms", "tool_call_ms", "cancel_to_stop_ms", "uplink_ms", "downlink_ms")
+OPTIONAL = ("ttfs_ms", "tool_call_ms", "cancel_to_stop_ms", "uplink_ms", "downlink_ms",
+            *(f"server_host_{k}" for k in HOST_PARTS))
 OWN_WORK_CPU = 0.4  # --burn-loop-ms 50 shows ~0.55; a run starved by a local server ~0.01-0.05
 BAND = 0.025  # the breakdown row at p averages the turns within +-2.5% of ranks around p
 
@@ -48,6 +51,7 @@ def metrics(records: Sequence[RequestRecord], loopback: bool) -> dict[str, dict[
     full = [r for r in ok if not r.cancelled]
     parts = [p for p in (server_parts(r) for r in full) if p is not None]
     rows = [x for x in (breakdown_row(r) for r in full) if x is not None]
+    hosts = [h for h in (host_split(r) for r in full) if h is not None]
     m = {
         "ttft_ms": summarize(r.ttft_ms for r in ok),
         "ttfs_ms": summarize(r.ttfs_ms for r in ok),
@@ -64,6 +68,7 @@ def metrics(records: Sequence[RequestRecord], loopback: bool) -> dict[str, dict[
         "server_prefill_ms": summarize(p["prefill_ms"] for p in parts),
         "server_decode_ms": summarize(p["decode_ms"] for p in parts),
         "server_host_overhead_ms": summarize(p["host_overhead_ms"] for p in parts),
+        **{f"server_host_{k}": summarize(h[k] for h in hosts) for k in HOST_PARTS},
         "tau": summarize(r.tau for r in full),
         "residual_ms": summarize(x["residual_ms"] for x in rows),
         "prompt_tokens": summarize(r.timing.get("prompt_tokens") for r in full),

@@ -10,6 +10,7 @@ from turnspec.loadtest.stats import (
     Slo,
     breakdown_row,
     goodput,
+    host_split,
     mean_itl,
     percentile,
     server_parts,
@@ -83,6 +84,20 @@ def test_server_parts_and_breakdown_add_up():
     assert breakdown_row(rec(timing=TIMING, cancelled=True)) is None
     assert breakdown_row(rec(timing=TIMING, ok=False)) is None
     assert breakdown_row(rec()) is None  # no timing block
+
+
+def test_host_split_adds_up_to_the_host_overhead():
+    timing = TIMING | {"receive_ms": 0.5, "render_ms": 3.0, "grammar_ms": 1.5,
+                       "first_token_ms": 84.0, "engine_queue_ms": 6.0}
+    split = host_split(rec(timing=timing))
+    assert split is not None
+    assert split["handoff_ms"] == pytest.approx(8.0)     # 84 - 6 queued - 70 prefill
+    assert split["delivery_ms"] == pytest.approx(7.0)    # 20 - (0.5 + 3 + 1.5 + 8)
+    assert sum(split.values()) == pytest.approx(20.0)    # the host overhead, 480 - 460
+    # an engine whose first token is its queue plus prefill (the embedded one) hands off in 0
+    assert host_split(rec(timing=timing | {"first_token_ms": 70.0}))["handoff_ms"] == 0.0
+    assert host_split(rec(timing=TIMING)) is None  # a server that does not say first_token_ms
+    assert host_split(rec()) is None
 
 
 def test_slo_parse():

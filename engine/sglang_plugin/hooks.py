@@ -92,7 +92,7 @@ def around_forward(original, *args, **kwargs):
         STATE.store.watch(batch.reqs)
     STATE.step = StepContext(worker, batch)
     try:
-        if STATE.pace is not None and plain.choose(batch):
+        if STATE.pace is not None and plain.choose(batch, prefill):
             STATE.step.plain = True
             result = plain.step(worker, batch, *args[2:], **kwargs)
         else:

@@ -79,17 +79,16 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-def choose(batch: Any) -> bool:
+def choose(batch: Any, prefill: bool) -> bool:
     """Whether this decode step runs plain (the pace's pick), timing the decode step before it;
-    False for a prefill (its time stays in the gap between decode steps) and an idle batch
-    (which pauses the pace)."""
+    False for a prefill (`prefill`: the hook's reading of the batch before the step; its time
+    stays in the gap between decode steps) and an idle batch (which pauses the pace)."""
     pace = STATE.pace
     harvest()
-    mode = batch.forward_mode
-    if mode.is_idle():
+    if batch.forward_mode.is_idle():
         pace.pause()
         return False
-    if mode.is_extend() or getattr(batch, "is_extend_in_batch", False):
+    if prefill:
         return False
     kind = "grammar" if batch.has_grammar else ""  # its walk costs the host more a node
     return pace.step(len(batch.reqs), time.perf_counter(), kind) == 1

@@ -120,7 +120,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--json", type=Path)
-    p.add_argument("--own-peer", choices=NAMES[2:6], default="ts-device",
+    p.add_argument("--own-peer", choices=NAMES[2:7], default="ts-device",
                    help="the turnspec server SGLang's own is held to (the same plan point)")
     args = p.parse_args()
     rows = table(args.folder, args.own_peer)

@@ -17,7 +17,8 @@ from turnspec.loadtest.record import RequestRecord
 PERCENTILES = (50, 90, 99)
 BREAKDOWN_PARTS = ("rtt_ms", "host_overhead_ms", "queue_ms", "prefill_ms", "decode_ms")
 # the server's host overhead in parts that add up to it (host_split)
-HOST_PARTS = ("receive_ms", "render_ms", "grammar_ms", "handoff_ms", "delivery_ms")
+HOST_PARTS = ("receive_ms", "render_ms", "render_wait_ms", "grammar_ms", "handoff_ms",
+              "delivery_ms")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -75,15 +76,18 @@ def server_parts(rec: RequestRecord) -> dict[str, float] | None:
 
 def host_split(rec: RequestRecord) -> dict[str, float] | None:
     """The server's host overhead in HOST_PARTS, which add up to it: the server's own steps
-    before the engine (receive, template, grammar: the timing block's hops); the engine's
-    hand-off, its own time to the first token less its queue and prefill (0 on the embedded
-    engine; on SGLang the hops between the server's process, the scheduler and the
-    detokenizer); and delivery, the rest (tokens through the server to the socket, the last
-    chunk's trip). None without a timing block that has the engine's time to first token."""
+    before the engine (receive, template, the template's wait on a tokenizing thread, grammar:
+    the timing block's hops); the engine's hand-off, its own time to the first token less its
+    queue and prefill (0 on the embedded engine; on SGLang the hops between the server's
+    process, the scheduler and the detokenizer); and delivery, the rest (tokens through the
+    server to the socket, the last chunk's trip). None without a timing block that has the
+    engine's time to first token."""
     parts, t = server_parts(rec), rec.timing
     if parts is None or t.get("first_token_ms") is None:
         return None
-    out = {k: float(t.get(k) or 0.0) for k in HOST_PARTS[:3]}
+    out = {k: float(t.get(k) or 0.0) for k in ("receive_ms", "render_ms", "render_wait_ms",
+                                                "grammar_ms")}
+    out["render_ms"] -= out["render_wait_ms"]  # the block's render_ms is the whole step
     out["handoff_ms"] = max(float(t["first_token_ms"]) - float(t.get("engine_queue_ms") or 0.0)
                             - parts["prefill_ms"], 0.0)
     out["delivery_ms"] = parts["host_overhead_ms"] - sum(out.values())

@@ -34,17 +34,40 @@ if TYPE_CHECKING:
     from turnspec.server.hub import SessionHub
 
 
+# the most new text a turn tokenizes on the loop (~0.4-1.6 us a character on the dev CPU: a
+# voice turn's new messages); a new system prompt with its tools goes to a thread
+INLINE_TOKENIZE_CHARS = 512
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
-def _render(chat: Any, history_ids: list[int] | None, messages: list[Message],
-            tools: list[ToolSpec]) -> list[int]:
-    """Prompt ids; with `history_ids` (same instructions as the stored turn) continued from
-    them, so the prefix cache matches the previous turn exactly."""
-    if history_ids is not None:
-        return chat.render_continuation(history_ids, messages, tools)
-    return chat.render(messages, tools)
+async def _render(chat: Any, history_ids: list[int] | None, messages: list[Message],
+                  tools: list[ToolSpec]) -> tuple[list[int], float]:
+    """Prompt ids, and the seconds the loop waited on a worker thread beside the work (0 when
+    none was used). With `history_ids` (same instructions as the stored turn) the ids continue
+    them, so the prefix cache matches the previous turn exactly. The template renders on the
+    loop (~0.1-0.4 ms for a voice turn's ~1,000 tokens on the dev CPU), and so does the
+    tokenizing of text it has mostly seen (ChatTemplate.cold_chars: the system prompt and
+    tools, the earlier turns are cached); more new text than INLINE_TOKENIZE_CHARS goes to a
+    thread. A new ~1,000-token system prompt takes ~1.4 ms to tokenize, and every request
+    arriving meanwhile would wait unread (the E2E residual of
+    docs/history/loadtest-validation-2026-12.md); the thread's hop costs ~0.3 ms."""
+    head, rest = chat.prompt_parts(history_ids, messages, tools)
+    if chat.cold_chars(rest) <= INLINE_TOKENIZE_CHARS:
+        return head + chat.encode(rest), 0.0
+    marks: list[float] = []
+
+    def encode(text: str) -> list[int]:
+        marks.append(time.perf_counter())
+        ids = chat.encode(text)
+        marks.append(time.perf_counter())
+        return ids
+
+    t0 = time.perf_counter()
+    ids = await asyncio.to_thread(encode, rest)
+    return head + ids, (time.perf_counter() - t0) - (marks[1] - marks[0])
 
 
 def _tools(req: TurnRequest) -> tuple[list[ToolSpec], ToolChoice]:
@@ -137,15 +160,13 @@ class Session:
         history_ids = (base.token_ids if base is not None
                        and base.instructions == req.instructions else None)
         try:
-            # Off the loop: tokenizing a ~1,000-token prompt takes ~1 ms on an idle core and
-            # 3-4 ms on a busy 2-core host, and the tokenizer releases the GIL meanwhile. On
-            # the loop, every request that arrived during it waited unread (and unstamped):
-            # the gRPC/HTTP E2E residual of docs/history/loadtest-validation-2026-12.md.
-            prompt = await asyncio.to_thread(_render, chat, history_ids, messages, tools)
+            prompt, waited = await _render(chat, history_ids, messages, tools)
         except Exception as e:  # the template's own checks (role order, content types)
             raise invalid(f"the chat template rejected the conversation: {e}",
                           param=mp) from None
-        clock.hop("template", t0, time.perf_counter())
+        t1 = time.perf_counter()
+        clock.hop("template", t0, t1)
+        clock.hop("template_wait", t1 - waited, t1)  # of it, on the thread's hop
         limits.check_prompt(hub.config, len(prompt), mp)
         sampling = self._sampling(req, len(prompt), mp)
 

@@ -75,6 +75,8 @@ def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
         "admission_ms": round(admission_ms, 3),
         "receive_ms": round(clock.seconds("receive") * 1000.0, 3),
         "render_ms": round(clock.seconds("template") * 1000.0, 3),
+        # of it, the loop waiting on a worker thread that tokenized (0: tokenized on the loop)
+        "render_wait_ms": round(clock.seconds("template_wait") * 1000.0, 3),
         "grammar_ms": round(clock.seconds("grammar") * 1000.0, 3),  # waiting for its compile
         "engine_queue_ms": round(engine.queue_ms, 3),
         "engine_host_ms": round(engine.engine_host_ms, 3),

@@ -42,7 +42,7 @@ def test_encode_is_the_whole_text_tokenization_cold_and_cached(smollm2_dir):
     texts = [chat.render_text(m, t) for m, t in _convs()]
     whole = [list(chat.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
     assert [chat.encode(t) for t in texts] == whole          # cold: every stretch new
-    assert chat._stretch.cache_info().hits > 0               # the shared system prompts
+    assert chat.stretches.hits > 0                           # the shared system prompts
     assert [chat.encode(t) for t in texts] == whole          # warm: every stretch cached
     suffixes = [t[len(t) // 3 :] for t in texts]             # a continuation's new text
     assert [chat.encode(t) for t in suffixes] == [

@@ -96,6 +96,10 @@ def test_host_split_adds_up_to_the_host_overhead():
     assert sum(split.values()) == pytest.approx(20.0)    # the host overhead, 480 - 460
     # an engine whose first token is its queue plus prefill (the embedded one) hands off in 0
     assert host_split(rec(timing=timing | {"first_token_ms": 70.0}))["handoff_ms"] == 0.0
+    # the template's wait on a tokenizing thread is apart from its work, within render_ms
+    waited = host_split(rec(timing=timing | {"render_wait_ms": 1.0}))
+    assert waited["render_ms"] == pytest.approx(2.0) and waited["render_wait_ms"] == 1.0
+    assert waited["delivery_ms"] == pytest.approx(7.0) and split["render_wait_ms"] == 0.0
     assert host_split(rec(timing=TIMING)) is None  # a server that does not say first_token_ms
     assert host_split(rec()) is None
 

@@ -40,7 +40,7 @@ class Spy:
     def __init__(self, srv, monkeypatch) -> None:
         self.srv, self.prepared, self.on_loop, self.declared_at_render = srv, [], [], []
         compiler, chat = srv.hub.chat.grammar_compiler, srv.hub.chat
-        prepare, render = compiler.prepare, chat.render
+        prepare, render = compiler.prepare, chat.prompt_parts
 
         def spy_prepare(*a, **k):
             self.prepared.append(threading.current_thread().name)
@@ -52,7 +52,7 @@ class Spy:
             return render(*a, **k)
 
         monkeypatch.setattr(compiler, "prepare", spy_prepare)
-        monkeypatch.setattr(chat, "render", spy_render)
+        monkeypatch.setattr(chat, "prompt_parts", spy_render)
 
 
 async def _turn(port: int, tools: list[dict], tool_choice: str = "auto"):

@@ -128,7 +128,7 @@ class ToolCallDelta(_message.Message):
     def __init__(self, index: _Optional[int] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_delta: _Optional[str] = ..., done: _Optional[bool] = ..., arguments_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Timing(_message.Message):
-    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms", "received_unix_ms", "server_received_unix_us", "ttfs_ms", "tool_call_ms", "engine_queue_ms", "engine_host_ms", "trace_id")
+    __slots__ = ("server_received_unix_ms", "admission_ms", "render_ms", "queue_ms", "prefill_ms", "decode_ms", "first_token_ms", "host_overhead_ms", "server_ttft_ms", "prompt_tokens", "cached_tokens", "prefill_tokens", "completion_tokens", "server_e2e_ms", "received_unix_ms", "server_received_unix_us", "ttfs_ms", "tool_call_ms", "engine_queue_ms", "engine_host_ms", "trace_id", "receive_ms", "grammar_ms", "render_wait_ms")
     SERVER_RECEIVED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     ADMISSION_MS_FIELD_NUMBER: _ClassVar[int]
     RENDER_MS_FIELD_NUMBER: _ClassVar[int]
@@ -150,6 +150,9 @@ class Timing(_message.Message):
     ENGINE_QUEUE_MS_FIELD_NUMBER: _ClassVar[int]
     ENGINE_HOST_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIVE_MS_FIELD_NUMBER: _ClassVar[int]
+    GRAMMAR_MS_FIELD_NUMBER: _ClassVar[int]
+    RENDER_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     server_received_unix_ms: float
     admission_ms: float
     render_ms: float
@@ -171,7 +174,10 @@ class Timing(_message.Message):
     engine_queue_ms: float
     engine_host_ms: float
     trace_id: str
-    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ..., received_unix_ms: _Optional[float] = ..., server_received_unix_us: _Optional[int] = ..., ttfs_ms: _Optional[float] = ..., tool_call_ms: _Optional[float] = ..., engine_queue_ms: _Optional[float] = ..., engine_host_ms: _Optional[float] = ..., trace_id: _Optional[str] = ...) -> None: ...
+    receive_ms: float
+    grammar_ms: float
+    render_wait_ms: float
+    def __init__(self, server_received_unix_ms: _Optional[float] = ..., admission_ms: _Optional[float] = ..., render_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., prefill_ms: _Optional[float] = ..., decode_ms: _Optional[float] = ..., first_token_ms: _Optional[float] = ..., host_overhead_ms: _Optional[float] = ..., server_ttft_ms: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., prefill_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., server_e2e_ms: _Optional[float] = ..., received_unix_ms: _Optional[float] = ..., server_received_unix_us: _Optional[int] = ..., ttfs_ms: _Optional[float] = ..., tool_call_ms: _Optional[float] = ..., engine_queue_ms: _Optional[float] = ..., engine_host_ms: _Optional[float] = ..., trace_id: _Optional[str] = ..., receive_ms: _Optional[float] = ..., grammar_ms: _Optional[float] = ..., render_wait_ms: _Optional[float] = ...) -> None: ...
 
 class SpecStats(_message.Message):
     __slots__ = ("verify_steps", "accepted_tokens", "committed_tokens", "block_size", "tau")

@@ -49,14 +49,15 @@ async def _render(chat: Any, history_ids: list[int] | None, messages: list[Messa
     none was used). With `history_ids` (same instructions as the stored turn) the ids continue
     them, so the prefix cache matches the previous turn exactly. The template renders on the
     loop (~0.1-0.4 ms for a voice turn's ~1,000 tokens on the dev CPU), and so does the
-    tokenizing of text it has mostly seen (ChatTemplate.cold_chars: the system prompt and
-    tools, the earlier turns are cached); more new text than INLINE_TOKENIZE_CHARS goes to a
+    tokenizing of text it has mostly seen (ChatTemplate.encode_mostly_seen: the system prompt
+    and tools, the earlier turns are cached); more new text than INLINE_TOKENIZE_CHARS goes to a
     thread. A new ~1,000-token system prompt takes ~1.4 ms to tokenize, and every request
     arriving meanwhile would wait unread (the E2E residual of
     docs/history/loadtest-validation-2026-12.md); the thread's hop costs ~0.3 ms."""
     head, rest = chat.prompt_parts(history_ids, messages, tools)
-    if chat.cold_chars(rest) <= INLINE_TOKENIZE_CHARS:
-        return head + chat.encode(rest), 0.0
+    ids = chat.encode_mostly_seen(rest, INLINE_TOKENIZE_CHARS)  # one split of the text
+    if ids is not None:
+        return head + ids, 0.0
     marks: list[float] = []
 
     def encode(text: str) -> list[int]:

@@ -115,5 +115,5 @@ async def test_grpc_messages_carry_the_clock_and_the_block_adds_up(server):
     _adds_up(block)
     assert t.HasField("tool_call_ms") and 0 < t.tool_call_ms <= t.server_e2e_ms
     # the host overhead's own steps, as over WS and HTTP (the load test splits it by them)
-    assert 0 < t.receive_ms and 0 < t.render_ms <= t.host_overhead_ms
+    assert t.receive_ms > 0 and 0 < t.render_ms <= t.host_overhead_ms
     assert 0 <= t.render_wait_ms <= t.render_ms and t.grammar_ms >= 0

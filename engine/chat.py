@@ -15,50 +15,18 @@ turn N-1 even where re-tokenizing the reply would have split tokens differently.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from turnspec.tools_grammar.formats import ToolCallFormat, format_for_model, get_format
+from turnspec.tools_grammar.lru import LRU
 from turnspec.tools_grammar.schema import ToolSpec
 
 # stretches of text between added tokens whose ids `encode` keeps (a system prompt with its
 # tools, each earlier message of the conversations in flight); each entry a few KB at most
 STRETCHES = 4096
-
-
-class StretchCache:
-    """Token ids of stretches of text, the `size` most recently used kept. Thread-safe: a
-    server tokenizes on its loop and in worker threads at once (server/session.py)."""
-
-    def __init__(self, size: int) -> None:
-        if size < 1:
-            raise ValueError(f"size: expected >= 1 stretches, got {size}")
-        self.size = size
-        self.hits = 0
-        self._ids: OrderedDict[str, tuple[int, ...]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __contains__(self, part: str) -> bool:
-        return part in self._ids
-
-    def get(self, part: str) -> tuple[int, ...] | None:
-        with self._lock:
-            ids = self._ids.get(part)
-            if ids is not None:
-                self._ids.move_to_end(part)
-                self.hits += 1
-            return ids
-
-    def put(self, part: str, ids: tuple[int, ...]) -> None:
-        with self._lock:
-            self._ids[part] = ids
-            self._ids.move_to_end(part)
-            if len(self._ids) > self.size:
-                self._ids.popitem(last=False)
 
 
 class ChatTemplate:
@@ -75,7 +43,8 @@ class ChatTemplate:
         self.vocab_size = vocab_size
         self.stop_token_ids = stop_token_ids
         self._grammar_compiler = None
-        self.stretches = StretchCache(STRETCHES)
+        # stretch of text -> its token ids (shared by the loop and worker threads)
+        self.stretches: LRU[str, tuple[int, ...]] = LRU(STRETCHES)
 
     @classmethod
     def from_model_dir(cls, model_dir: str | Path, tokenizer: Any | None = None,

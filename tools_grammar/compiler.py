@@ -18,7 +18,6 @@ import json
 import os
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from turnspec.tools_grammar.grammar_spec import (
     build_structural_tag,
     clear_schema_cache,
 )
+from turnspec.tools_grammar.lru import LRU
 from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, tools_hash
 
 
@@ -91,15 +91,18 @@ class GrammarCompiler:
         # Our own LRU (keyed by a short hash) replaces xgrammar's unbounded string-keyed cache.
         self._compiler = xgr.GrammarCompiler(self._info, max_threads=threads, cache_enabled=False)
         # key -> (compiled grammar, the structural-tag JSON it was compiled from)
-        self._cache: OrderedDict[tuple, tuple[xgr.CompiledGrammar, str]] = OrderedDict()
-        self._tags: OrderedDict[tuple, str] = OrderedDict()  # key -> structural-tag JSON
-        self._cache_size = cache_size
+        self._cache: LRU[tuple, tuple[xgr.CompiledGrammar, str]] = LRU(cache_size)
+        self._tags: LRU[tuple, str] = LRU(cache_size)  # key -> structural-tag JSON
         self._lock = threading.Lock()
         self._closer: Closer | None = None  # budget steering's policy, built on first use
         self._encode = lambda text: tokenizer.encode(text, add_special_tokens=False)
-        self.hits = 0
         self.misses = 0
         self.last_compile_s = 0.0
+
+    @property
+    def hits(self) -> int:
+        """Grammars served from the cache, compiled before."""
+        return self._cache.hits
 
     def compile(
         self, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, *, parallel_tool_calls: bool = False
@@ -120,12 +123,9 @@ class GrammarCompiler:
         key = self._key(tools, choice, fmt, parallel_tool_calls)
         if key is None:
             return None
-        with self._lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                self.hits += 1
-                return cached
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
         spec = self._tag(key, tools, choice, fmt, parallel_tool_calls)
         start = time.perf_counter()
         compiled = self._compiler.compile_structural_tag(spec)
@@ -133,25 +133,18 @@ class GrammarCompiler:
         with self._lock:
             self.misses += 1
             self.last_compile_s = elapsed
-            self._cache[key] = (compiled, spec)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(key, (compiled, spec))
         return compiled, spec
 
     def _tag(self, key: tuple, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat,
              parallel_tool_calls: bool) -> str:
-        with self._lock:
-            tag = self._tags.get(key)
-            if tag is not None:
-                self._tags.move_to_end(key)
-                return tag
+        tag = self._tags.get(key)
+        if tag is not None:
+            return tag
         tag = json.dumps(build_structural_tag(tools, choice, fmt,
                                               parallel_tool_calls=parallel_tool_calls,
                                               bounds=self.bounds))
-        with self._lock:
-            self._tags[key] = tag
-            while len(self._tags) > self._cache_size:
-                self._tags.popitem(last=False)
+        self._tags.put(key, tag)
         return tag
 
     def structural_tag(self, tools: list[ToolSpec], choice: ToolChoice, fmt: ToolCallFormat, *,
@@ -178,9 +171,8 @@ class GrammarCompiler:
 
     def clear_cache(self) -> None:
         """Forget compiled grammars (and the per-schema EBNF memo), e.g. to time cold compiles."""
-        with self._lock:
-            self._cache.clear()
-            self._tags.clear()
+        self._cache.clear()
+        self._tags.clear()
         clear_schema_cache()
 
     def matcher(

@@ -85,8 +85,7 @@ def host_split(rec: RequestRecord) -> dict[str, float] | None:
     parts, t = server_parts(rec), rec.timing
     if parts is None or t.get("first_token_ms") is None:
         return None
-    out = {k: float(t.get(k) or 0.0) for k in ("receive_ms", "render_ms", "render_wait_ms",
-                                                "grammar_ms")}
+    out = {k: float(t.get(k) or 0.0) for k in HOST_PARTS[:4]}  # the timing block's own hops
     out["render_ms"] -= out["render_wait_ms"]  # the block's render_ms is the whole step
     out["handoff_ms"] = max(float(t["first_token_ms"]) - float(t.get("engine_queue_ms") or 0.0)
                             - parts["prefill_ms"], 0.0)

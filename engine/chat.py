@@ -14,6 +14,7 @@ turn N-1 even where re-tokenizing the reply would have split tokens differently.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from functools import cached_property
@@ -144,10 +145,11 @@ class ChatTemplate:
     def _pieces(self) -> tuple[re.Pattern, dict[str, int]] | None:
         """(added-token splitter, their ids) when every stretch of text between added tokens
         tokenizes alone exactly as inside the whole text: the tokenizer splits added tokens out
-        first, and with no normalizer and no lstrip/rstrip/single-word token, nothing crosses
-        a split (SmolLM2; Qwen2 has an NFC normalizer). None: tokenize whole texts."""
+        first, and with no normalizer (`normalizes_nothing`) and no lstrip/rstrip/single-word
+        token, nothing crosses a split (SmolLM2; Qwen2 has an NFC normalizer). None: tokenize
+        whole texts."""
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
-        if backend is None or backend.normalizer is not None:
+        if backend is None or not normalizes_nothing(backend.normalizer):
             return None
         added = backend.get_added_tokens_decoder()
         if not added or any(t.lstrip or t.rstrip or t.single_word or t.normalized
@@ -198,3 +200,17 @@ class ChatTemplate:
             if text.startswith(history):
                 return list(history_ids), text[len(history):]
         return [], text
+
+
+def normalizes_nothing(normalizer: Any) -> bool:
+    """No normalizer, or a Sequence of none (nested): what SmolLM2's tokenizer carries when
+    transformers 5.12 (SGLang's pin) converts it from the GGUF, where 5.25 writes none. Any
+    other normalizer may change text across an added token's edge."""
+    if normalizer is None:
+        return True
+    return _empty_sequence(json.loads(normalizer.__getstate__()))
+
+
+def _empty_sequence(state: dict) -> bool:
+    return state.get("type") == "Sequence" and all(
+        _empty_sequence(s) for s in state.get("normalizers") or [])

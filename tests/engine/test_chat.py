@@ -47,3 +47,27 @@ def test_encode_is_the_whole_text_tokenization_cold_and_cached(smollm2_dir):
     suffixes = [t[len(t) // 3 :] for t in texts]             # a continuation's new text
     assert [chat.encode(t) for t in suffixes] == [
         list(chat.tokenizer.encode(t, add_special_tokens=False)) for t in suffixes]
+
+
+def test_an_empty_normalizer_sequence_keeps_the_piecewise_path(smollm2_dir):
+    """transformers 5.12 (SGLang's pin) converts SmolLM2's GGUF tokenizer with an empty
+    normalizer Sequence where 5.25 writes none: still no normalizing, so stretches stay cached
+    and the ids stay the whole text's. A normalizer that does something turns the path off."""
+    from tokenizers import normalizers
+
+    from turnspec.engine.chat import normalizes_nothing
+
+    chat = ChatTemplate.from_model_dir(smollm2_dir)
+    chat.tokenizer.backend_tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.Sequence([])])
+    assert chat._pieces is not None
+    texts = [chat.render_text(m, t) for m, t in _convs()]
+    assert [chat.encode(t) for t in texts] == [
+        list(chat.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    assert normalizes_nothing(None)
+    assert not normalizes_nothing(normalizers.NFC())
+    assert not normalizes_nothing(normalizers.Sequence([normalizers.Sequence([]),
+                                                        normalizers.Lowercase()]))
+    nfc = ChatTemplate.from_model_dir(smollm2_dir)
+    nfc.tokenizer.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC()])
+    assert nfc._pieces is None

@@ -12,6 +12,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         cpu_gemm,
         engine,
         frontend,
+        grammar_walk,
         load,
         mask,
         spec,
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     bench = subparsers.add_parser("bench", help="benchmarks (print a table, write JSON)")
     sub = bench.add_subparsers(dest="bench_command", required=True)
-    for module in (cpu_gemm, engine, frontend, load, spec, tools, tool_calls, mask,
+    for module in (cpu_gemm, engine, frontend, grammar_walk, load, spec, tools, tool_calls, mask,
                    voice_defaults):
         module.register(sub)
     from turnspec.benchmarks.stress import cli as stress

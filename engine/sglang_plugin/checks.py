@@ -16,6 +16,7 @@ VERIFY_INPUT = "sglang.srt.speculative.dflash_info.DFlashVerifyInput"
 SCHEDULER = "sglang.srt.managers.scheduler.Scheduler"
 GRAMMAR_TREE = "sglang.srt.speculative.spec_utils.GrammarTree"
 GRAMMAR_MASK = "sglang.srt.constrained.base_grammar_backend.GrammarMask"
+GRAMMAR_WALK = "sglang.srt.speculative.spec_utils.traverse_tree"
 TP_WORKER = "sglang.srt.managers.tp_worker.TpModelWorker"
 MASK_POLICY = "sglang.srt.speculative.dflash_utils.resolve_dflash_verify_mask_policy"
 GRAPH_RUNNER = "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner"
@@ -33,6 +34,8 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     f"{VERIFY_INPUT}.prepare_for_verify": (("self", "batch", "target_worker"), ()),
     f"{SCHEDULER}.get_internal_state": (("self", "recv_req"), ()),
     f"{GRAMMAR_TREE}.from_linear_chain": (("verify_ids_2d",), ()),  # a classmethod, bound
+    GRAMMAR_WALK: (("retrieve_next_token", "retrieve_next_sibling", "draft_tokens", "grammar",
+                    "allocate_token_bitmask", "vocab_size"), ()),
     # verify trees (mode "trees")
     f"{TP_WORKER}.forward_batch_generation": (
         ("self", "batch", "forward_batch", "pp_proxy_tensors", "is_verify",

@@ -8,6 +8,9 @@ datastore's in datastore.py; `install` registers them all):
     _DflashDraftSampler                      REPLACE: the drafter's head inside the draft CUDA
                                              graph also keeps its top tokens' log-probabilities
     DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
+    spec_utils.traverse_tree                 AROUND: in a batch with a grammar, its walk over
+                                             each row's block or tree over Python ints
+                                             (grammar_walk.py: the same masks, ~10x less host)
     GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
                                              core picks each row's block (lookup_swap.py) before
                                              DFLASH copies the blocks for its grammar walk; with
@@ -46,10 +49,11 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin import plain, trees
+from turnspec.engine.sglang_plugin import grammar_walk, plain, trees
 from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_MASK,
     GRAMMAR_TREE,
+    GRAMMAR_WALK,
     MASK_POLICY,
     SAMPLER,
     SCHEDULER,
@@ -276,6 +280,7 @@ def install(registry: Any, hook_type: Any) -> None:
                       hook_type.AROUND)
     registry.register(f"{GRAMMAR_TREE}.from_linear_chain", around_grammar_chain,
                       hook_type.AROUND)
+    registry.register(GRAMMAR_WALK, grammar_walk.around_traverse_tree, hook_type.AROUND)
     registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
                       hook_type.BEFORE)
     registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)

@@ -12,6 +12,7 @@
 # branches), ts-served (trees or plain decode, step by step: --sglang-spec-width served), all `turnspec
 # serve --engine sglang`; sg-lookup is `python -m sglang.launch_server` with DFLASH and the
 # plugin armed (TURNSPEC_SGLANG_SPEC=$SG_SPEC: lookup, or trees).
+# `up` also times the plugin's grammar walk against SGLang's on this host (grammar-walk.txt).
 # Workloads: the independent set (speculator/eval/): voice conversations over WS, every turn's
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
@@ -114,6 +115,10 @@ up)
     --conversations 82 --max-tokens 96 --model "$M"
   ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
     --conversations 119 --max-tokens 160 --model "$M" --no-tools
+  if [ -z "$DRY" ]; then  # ~10 s, before the servers load the host
+    ts bench grammar-walk --convs 20 --json $R/grammar-walk.json > $R/grammar-walk.txt 2>&1
+    tail -n 2 $R/grammar-walk.txt
+  fi
   for n in $SERVERS; do start $n; sleep "${STAGGER:-0}"; done  # STAGGER: SGLang sizes its KV
   # cache from the memory free while it loads, which a neighbour loading at once can take
   trap pack EXIT  # the logs come back even when the call runs out of time

@@ -100,31 +100,38 @@ def sglang_walk(source: str | None):
     return space["traverse_tree"], f"sglang source {source}"
 
 
-def cases(model: str | None, convs: int, nodes: int, seed: int):
-    """(shape, compiled grammar, state prefix, parents, tokens) rows."""
-    import xgrammar  # noqa: F401 (the grammar backend)
-
-    from turnspec.engine.chat import ChatTemplate
-    from turnspec.engine.local.args import resolve_model_dir
+def answers(chat: Any, convs: int):
+    """(compiled tool grammar, answer ids ending in the stop token) for each assistant answer
+    of the first `convs` independent voice conversations, rendered as the model writes it."""
     from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools
 
-    chat = ChatTemplate.from_model_dir(resolve_model_dir(model))
-    rng = random.Random(seed)
     for line in VOICE.read_text().splitlines()[:convs]:
         conv = json.loads(line)
         tools = parse_tools(conv["tools"])
         compiled = chat.grammar_compiler.prepare(tools, parse_tool_choice(None, tools),
                                                  chat.tool_format).compiled
         for msg in conv["messages"]:
-            if msg["role"] != "assistant":
-                continue
-            text = chat.tool_format.to_template_messages(
-                [{"role": "user", "content": "hi"}, msg], tools)[-1]["content"]
-            answer = chat.encode(text) + [chat.stop_token_ids[0]]
-            for at in range(0, len(answer) - 1, 4):
-                for shape, make in (("chain", chain), ("tree", random_tree)):
-                    yield (shape, compiled, answer[:at], chat.vocab_size,
-                           *make(rng, answer, at, nodes, chat.vocab_size))
+            if msg["role"] == "assistant":
+                text = chat.tool_format.to_template_messages(
+                    [{"role": "user", "content": "hi"}, msg], tools)[-1]["content"]
+                yield compiled, chat.encode(text) + [chat.stop_token_ids[0]]
+
+
+def cases(model: str | None, convs: int, nodes: int, seed: int):
+    """(shape, compiled grammar, state prefix, vocab, parents, tokens) rows: a walk every 4
+    tokens of each answer, over a chain and a tree."""
+    import xgrammar  # noqa: F401 (the grammar backend)
+
+    from turnspec.engine.chat import ChatTemplate
+    from turnspec.engine.local.args import resolve_model_dir
+
+    chat = ChatTemplate.from_model_dir(resolve_model_dir(model))
+    rng = random.Random(seed)
+    for compiled, answer in answers(chat, convs):
+        for at in range(0, len(answer) - 1, 4):
+            for shape, make in (("chain", chain), ("tree", random_tree)):
+                yield (shape, compiled, answer[:at], chat.vocab_size,
+                       *make(rng, answer, at, nodes, chat.vocab_size))
 
 
 def time_walk(fn, links: tuple, tokens: list[int], grammar: Grammar, mask: torch.Tensor,

@@ -10,7 +10,7 @@ datastore's in datastore.py; `install` registers them all):
     DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
     spec_utils.traverse_tree                 AROUND: in a batch with a grammar, its walk over
                                              each row's block or tree over Python ints
-                                             (grammar_walk.py: the same masks, ~10x less host)
+                                             (grammar_walk.py: the same masks, ~6x less host)
     GrammarTree.from_linear_chain            AROUND: in a batch with a grammar, the speculation
                                              core picks each row's block (lookup_swap.py) before
                                              DFLASH copies the blocks for its grammar walk; with

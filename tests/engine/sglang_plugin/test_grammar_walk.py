@@ -1,27 +1,24 @@
 """grammar_walk.walk: the grammar's mask rows over a verify tree, as the walk's definition gives
 them node by node (the path from the anchor replayed on a fresh matcher), on real tool-call
 grammars (the independent voice turns' tool sets through turnspec's grammar compiler, xgrammar)
-from real states (each answer cut at several points), over trees from kernels/tree_links.py (benchmarks/grammar_walk.py's, which times the walk against
-SGLang's)."""
+from real states (each answer cut at several points), over trees from kernels/tree_links.py.
+The answers, trees and grammar object are benchmarks/grammar_walk.py's, which times the walk
+against SGLang's."""
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 import torch
 
 xgr = pytest.importorskip("xgrammar")
 
-from turnspec.benchmarks.grammar_walk import Grammar, random_tree  # noqa: E402
+from turnspec.benchmarks.grammar_walk import Grammar, answers, random_tree  # noqa: E402
 from turnspec.engine.chat import ChatTemplate  # noqa: E402
 from turnspec.engine.sglang_plugin.grammar_walk import around_traverse_tree, walk  # noqa: E402
 from turnspec.kernels.tree_links import tree_links  # noqa: E402
-from turnspec.tools_grammar.schema import parse_tool_choice, parse_tools  # noqa: E402
 
-VOICE = Path(__file__).resolve().parents[3] / "speculator" / "eval" / "voice.jsonl"
 UNTOUCHED = 0x5A5A5A5A  # a row the walk must not write
 
 
@@ -60,27 +57,13 @@ def fresh(compiled, prefix: list[int]):
     return matcher
 
 
-def cases(chat: ChatTemplate, n_convs: int):
-    """(compiled grammar, the answer's ids) for each assistant answer of the first convs."""
-    compiler = chat.grammar_compiler
-    for line in VOICE.read_text().splitlines()[:n_convs]:
-        conv = json.loads(line)
-        tools = parse_tools(conv["tools"])
-        grammar = compiler.prepare(tools, parse_tool_choice(None, tools), chat.tool_format)
-        for msg in conv["messages"]:
-            if msg["role"] == "assistant":
-                rendered = chat.tool_format.to_template_messages(
-                    [{"role": "user", "content": "hi"}, msg], tools)[-1]["content"]
-                yield grammar.compiled, chat.encode(rendered) + [chat.stop_token_ids[0]]
-
-
 @pytest.mark.parametrize("nodes", [1, 16, 32])
 def test_walk_writes_each_rows_mask_by_its_path(smollm2_dir, nodes):
     chat = ChatTemplate.from_model_dir(smollm2_dir)
     vocab = chat.vocab_size
     words = xgr.allocate_token_bitmask(1, vocab).shape[1]
     rng, checked, filled = random.Random(nodes), 0, 0
-    for compiled, answer in cases(chat, 6):
+    for compiled, answer in answers(chat, 6):
         for at in range(0, len(answer), max(len(answer) // 4, 1)):
             parents, tokens = random_tree(rng, answer, at, nodes, vocab)
             first, sibling = (t[0].tolist() for t in tree_links(torch.tensor([parents])))

@@ -85,8 +85,19 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+REPLACES = "turnspec_replaces"  # on a class the plugin puts in place of SGLang's: SGLang's
+
+
+def unreplaced(obj):
+    """SGLang's own class where `obj` is the plugin's replacement for it. SGLang applies its
+    plugins' hooks once a process, so a second Engine started in it (a test module, a notebook)
+    finds them in place; its pins are the replaced class's, not the replacement's."""
+    return obj.__dict__.get(REPLACES, obj) if isinstance(obj, type) else obj
+
+
 def resolve(dotted: str):
-    """The object at a dotted path "pkg.mod.Class.attr" (the module imported)."""
+    """The object at a dotted path "pkg.mod.Class.attr" (the module imported), read through
+    the plugin's own replacements (`unreplaced`)."""
     parts = dotted.split(".")
     for i in range(len(parts) - 1, 0, -1):
         try:
@@ -94,7 +105,7 @@ def resolve(dotted: str):
         except ImportError:
             continue
         for name in parts[i:]:
-            obj = getattr(obj, name)
+            obj = unreplaced(getattr(obj, name))
         return obj
     raise ImportError(f"{dotted}: no importable module in the path")
 

@@ -55,6 +55,7 @@ from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_TREE,
     GRAMMAR_WALK,
     MASK_POLICY,
+    REPLACES,
     SAMPLER,
     SCHEDULER,
     TP_WORKER,
@@ -210,6 +211,7 @@ def sampler_class(base: type) -> type:
             self.top_ids[:n].copy_(ids + self.org_vocab_start)
             self.top_lp[:n].copy_(lp)
 
+    setattr(TurnspecDraftSampler, REPLACES, base)  # the pins are base's (checks.py)
     return TurnspecDraftSampler
 
 

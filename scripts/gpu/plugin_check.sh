@@ -4,9 +4,10 @@
 # memory free while it loads, so engines starting at once starve each other), then `compare`
 # (τ, same as no speculation) and near_ties.py (where answers part: bf16 near-ties?).
 #   MODES="none stock device trees" MEM=0.15 N=48 bash scripts/gpu/plugin_check.sh
-# DTYPE=float32 (into runs/pc-float32): no bf16 near-ties, so each mode must answer as `none`
-# does on every turn (`compare` names any that differs; near_ties.py is skipped).
-# Everything under runs/pc (or pc-float32), copied to $OUT/ the same; a failed mode shows its error.
+# DTYPE=float16 (into runs/pc-float16): fewer near-ties than bf16; `compare` names every turn a
+# mode answers otherwise than `none` (near_ties.py, bf16 only, is skipped). No float32: SGLang
+# 0.5.17's CUDA RMSNorm takes half types only.
+# Everything under runs/pc (or pc-float16), copied to $OUT/ the same; a failed mode shows its error.
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 DTYPE=${DTYPE:-bfloat16}; R=runs/pc; [ "$DTYPE" = bfloat16 ] || R=runs/pc-$DTYPE

@@ -10,6 +10,13 @@ each chunk carries only what is new. `meta_info.completion_tokens` (the count so
 which. The text runs through turnspec's own stream parser (tools_grammar) with the turn's
 tools when turnspec's server would parse it, so content chunks, TTFT and `tool_call_ms` are
 counted as turnspec's transports count them (a call's tag and name are no content chunk).
+
+With the server's `--enable-metrics`, the last chunk's meta_info becomes the record's timing
+block as turnspec's server reports its own (`sglang_block`): queue, prefill and decode from the
+scheduler's timestamps (as turnspec's SGLang engine reads them, engine/sglang_meta.py: the
+test holds the two equal), server E2E from SGLang's
+receipt of the request to its finish (its HTTP parse and last send left out), and τ from its
+verify count, so the load test splits the peer's latency into the same parts.
 """
 
 from __future__ import annotations
@@ -132,6 +139,7 @@ class _Stream:
             rec.usage = {"prompt_tokens": int(meta.get("prompt_tokens") or 0),
                          "completion_tokens": count,
                          "cached_tokens": int(meta.get("cached_tokens") or 0)}
+            rec.turnspec = sglang_block(meta, count)
 
     def _feed(self, rec: RequestRecord, text: str) -> None:
         if self.parser is None:
@@ -157,3 +165,26 @@ class _Stream:
             for ev in self.parser.finish():
                 self._event(rec, ev)
         rec.tool_calls = list(self.calls.values())
+
+
+def sglang_block(meta: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
+    """A last chunk's meta_info as turnspec's completion block: `timing` where SGLang sent its
+    timestamps (`--enable-metrics`), `spec` where it counted verify steps ({} for neither)."""
+    block: dict[str, Any] = {}
+    entry, prefilled = meta.get("forward_entry_time"), meta.get("prefill_finished_time")
+    received, finished = meta.get("request_received_ts"), meta.get("request_finished_ts")
+    if entry and prefilled and received and finished:
+        block["timing"] = {
+            "server_received_unix_ms": round(received * 1000.0, 3),
+            "server_e2e_ms": round((finished - received) * 1000.0, 3),
+            "queue_ms": round(max(float(meta.get("queue_time") or 0.0) * 1000.0, 0.0), 3),
+            "prefill_ms": round(max((prefilled - entry) * 1000.0, 0.0), 3),
+            "decode_ms": round(max((finished - prefilled) * 1000.0, 0.0), 3),
+            "prompt_tokens": int(meta.get("prompt_tokens") or 0),
+            "cached_tokens": int(meta.get("cached_tokens") or 0),
+            "completion_tokens": completion_tokens}
+    steps = int(meta.get("spec_verify_ct") or 0)
+    if steps:
+        block["spec"] = {"verify_steps": steps, "committed_tokens": completion_tokens,
+                         "tau": completion_tokens / steps}
+    return block

@@ -24,6 +24,7 @@ class GenerateRecorder:
         self.pieces: list[tuple[int, str]] = [(4, " Sure"), (7, ","), (9, " one moment.")]
         self.finish = "length"
         self.error: str | None = None  # answer with SGLang's error line instead
+        self.final_meta: dict = {}  # more meta_info on the last chunk (timestamps, verify count)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.port = 0
@@ -58,7 +59,7 @@ class GenerateRecorder:
             ids, text = ids + [tok], text + piece
             meta = {"id": "r", "finish_reason": {"type": self.finish} if k == n else None,
                     "prompt_tokens": len(body["input_ids"]), "completion_tokens": k,
-                    "cached_tokens": 0}
+                    "cached_tokens": 0, **(self.final_meta if k == n else {})}
             chunk = ({"text": piece, "output_ids": [tok]} if self.incremental
                      else {"text": text, "output_ids": list(ids)})
             await resp.write(b"data: " + json.dumps({**chunk, "meta_info": meta}).encode()

@@ -1,7 +1,8 @@
 """GenerateClient (SGLang's native /generate) against a recording peer in SGLang's streaming
 format: cumulative and incremental chunks give the same record; a tool call in the raw text
 comes out as turnspec's transports report it (argument chunks, tool_call_ms, the call);
-SGLang's error line, a barge-in, and sampling parameters equal to turnspec's SGLang engine's."""
+SGLang's error line, a barge-in, and sampling parameters equal to turnspec's SGLang engine's;
+the last chunk's metrics as the timing block turnspec's server sends (split by the load test)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import asyncio
 import pytest
 
 from tests.loadtest.sglang_recorder import GenerateRecorder
-from turnspec.engine.protocol import GenerateRequest, SamplingParams
+from turnspec.engine.protocol import Delta, GenerateRequest, SamplingParams, Timing
 from turnspec.engine.sglang import sampling_params as engine_params
+from turnspec.engine.sglang_meta import final_delta
 from turnspec.loadtest.generate_client import GenerateClient, sampling_params
+from turnspec.loadtest.stats import server_parts
 from turnspec.tools_grammar.formats import get_format
 from turnspec.tools_grammar.parser import ToolCallStreamParser
 from turnspec.tools_grammar.schema import parse_tools
@@ -83,3 +86,36 @@ def test_sampling_params_are_turnspec_sglang_engines():
             request.grammar = type("Tag", (), {"structural_tag": tag})()
         assert sampling_params(max_tokens=96, temperature=temperature,
                                structural_tag=tag) == engine_params(request)
+
+META = {"queue_time": 0.0005, "forward_entry_time": 1000.0021, "prefill_finished_time": 1000.0251,
+        "request_received_ts": 1000.0, "request_finished_ts": 1000.0651, "spec_verify_ct": 1}
+
+
+def recorder_meta(rec) -> dict:
+    """The meta_info the recorder sent on `rec`'s last chunk."""
+    return {**META, "completion_tokens": rec.output_tokens}
+
+
+def test_sglang_metrics_become_the_timing_block(recorder):
+    """With --enable-metrics SGLang's last chunk carries its timestamps (seconds) and, with
+    speculation, its verify count: the record gets queue, prefill, decode and server E2E as
+    turnspec's server reports them, and τ. Without them, no block: no part is made up."""
+    recorder.pieces, recorder.incremental, recorder.error = [(4, " Sure"), (7, ".")], True, None
+    recorder.final_meta = dict(META)
+    try:
+        rec = _run(recorder)
+    finally:
+        recorder.final_meta = {}
+    t = rec.timing
+    assert t["queue_ms"] == pytest.approx(0.5) and t["prefill_ms"] == pytest.approx(23.0)
+    assert t["decode_ms"] == pytest.approx(40.0) and t["server_e2e_ms"] == pytest.approx(65.1)
+    assert t["server_received_unix_ms"] == pytest.approx(1_000_000.0)
+    assert server_parts(rec)["host_overhead_ms"] == pytest.approx(65.1 - 0.5 - 23.0 - 40.0)
+    assert rec.tau == 2.0 and rec.spec_counts == (2, 1)
+    ours = Timing()  # turnspec's SGLang engine reads the same meta_info the same way
+    final_delta(Delta("r", [7], "."), {**recorder_meta(rec), "finish_reason": {"type": "stop"}},
+                ours, 0.0, None, 0.0)
+    assert (ours.queue_ms, ours.prefill_ms, ours.decode_ms) == pytest.approx(
+        (t["queue_ms"], t["prefill_ms"], t["decode_ms"]), abs=1e-3)
+    plain = _run(recorder)
+    assert plain.turnspec == {} and plain.tau is None and server_parts(plain) is None

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # Where a speculative step's time goes under load: SGLang's own server (DFLASH, the plugin armed
 # with TURNSPEC_SGLANG_SPEC = each of MODES, as plugin_load.sh's sg-lookup runs it: CUDA graphs
-# to 32, the generic prompts' ids on /generate), `turnspec loadtest` at each of LEVELS, and a
-# torch profiler trace of STEPS decode steps taken mid-run through SGLang's /start_profile.
-# After sglang.sh unpack:
-#   MODES="trees lookup" LEVELS="1 32" bash scripts/gpu/profile_step.sh
+# to 32; WORKLOAD generic: the generic prompts' ids on /generate, 160 tokens; voice: the voice
+# turns' ids with their tools' structural tags, 96 tokens, as plugin_load.sh sends them),
+# `turnspec loadtest` at each of LEVELS, and a torch profiler trace of STEPS decode steps taken
+# mid-run through SGLang's /start_profile. After sglang.sh unpack:
+#   MODES="trees lookup" LEVELS="1 32" [WORKLOAD=voice] bash scripts/gpu/profile_step.sh
 # Each mode's loadtest text and traces land in $OUT/prof-MODE.tgz as soon as that mode is done.
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 R=runs/prof; mkdir -p $R; MODES=${MODES:-trees lookup}; LEVELS=${LEVELS:-1 32}
 declare -A PORT=([off]=18040 [lookup]=18041 [trees]=18042)
 M=$(ts models prepare 2>/dev/null | tail -n 1)
-ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
-  --conversations 119 --max-tokens 160 --model "$M" --no-tools > /dev/null
+case ${WORKLOAD:=generic} in  # the ids every server gets, tools mode and answer length
+  generic) ts workload render --out $R/ids.jsonl --workload speculator/eval/generic.jsonl \
+             --conversations 119 --max-tokens 160 --model "$M" --no-tools > /dev/null
+           TM=none; MAXTOK=160 ;;
+  voice) ts workload render --out $R/ids.jsonl --workload speculator/eval/voice.jsonl \
+           --conversations 82 --max-tokens 96 --model "$M" > /dev/null
+         TM=grammar; MAXTOK=96 ;;
+  *) echo "WORKLOAD=$WORKLOAD: expected generic or voice" >&2; exit 2 ;;
+esac
 for m in $MODES; do  # every server at once, STAGGER s apart; each KV pool capped at KV_TOKENS,
   # which each reaches whichever profiles its memory last (plugin_load.sh says why)
   TURNSPEC_SGLANG_SPEC=$m setsid nohup python3 -m sglang.launch_server --model-path "$M" \
     --speculative-algorithm DFLASH --speculative-draft-model-path /tmp/sgcarry/drafter \
     --attention-backend triton --sampling-backend pytorch --dtype bfloat16 \
     --mem-fraction-static "${MEM:-0.3}" --max-total-tokens "${KV_TOKENS:-100000}" \
-    --cuda-graph-max-bs-decode 32 --enable-metrics \
+    --cuda-graph-max-bs-decode 32 --enable-metrics --grammar-backend xgrammar \
     --host 127.0.0.1 --port "${PORT[$m]}" > $R/$m-server.log 2>&1 < /dev/null &
   echo $! > $R/$m.pid; sleep "${STAGGER:-10}"
 done
@@ -28,20 +36,20 @@ for m in $MODES; do
   wait_healthy "$p" "$(cat $R/$m.pid)" $R/$m-server.log || continue
   echo "== $m up after ${SECONDS}s"
   for c in $LEVELS; do
-    ts loadtest --url http://127.0.0.1:$p/generate --workload $R/generic-ids.jsonl \
-      --tool-mode none --sweep "$c" --duration "${DUR:-8}" --warmup 2 --grace 10 --no-progress \
-      --history '' --max-tokens 160 --out $R/$m/c$c.json > $R/$m/c$c.txt 2>&1 &
+    ts loadtest --url http://127.0.0.1:$p/generate --workload $R/ids.jsonl \
+      --tool-mode $TM --sweep "$c" --duration "${DUR:-8}" --warmup 2 --grace 10 --no-progress \
+      --history '' --max-tokens $MAXTOK --out $R/$m/c$c.json > $R/$m/c$c.txt 2>&1 &
     lt=$!; mkdir -p $R/$m/c$c; sleep $(( ${DUR:-8} / 2 + 2 ))
     curl -s http://127.0.0.1:$p/start_profile -H 'content-type: application/json' \
       -d "{\"output_dir\": \"$PWD/$R/$m/c$c\", \"num_steps\": ${STEPS:-16}, \"activities\": [\"CPU\", \"GPU\"]}" > /dev/null
     wait $lt; sleep 2
-    grep -E '^(turns:|TTFT |ITL |server prefill|server decode)' $R/$m/c$c.txt
+    grep -E '^(turns:|TTFT |ITL |server (prefill|decode|host))' $R/$m/c$c.txt
     for t in $R/$m/c$c/*.trace.json.gz; do  # each step's wall, launches, GPU time; host by hook
       [ -f "$t" ] && python3 scripts/gpu/trace_steps.py "$t" > $R/$m/c$c-steps.txt 2>&1
       head -n 40 $R/$m/c$c-steps.txt
     done
   done
   kill -TERM -- -"$(cat $R/$m.pid)" 2>/dev/null
-  cp $R/$m-server.log $R/$m/; tar czf "$OUT/prof-$m.tgz" -C $R/$m .
+  cp $R/$m-server.log $R/$m/; tar czf "$OUT/prof-$m-$WORKLOAD.tgz" -C $R/$m .
 done
 sleep 3; for m in $MODES; do kill -KILL -- -"$(cat $R/$m.pid)" 2>/dev/null; done; true

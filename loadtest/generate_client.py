@@ -13,10 +13,10 @@ counted as turnspec's transports count them (a call's tag and name are no conten
 
 With the server's `--enable-metrics`, the last chunk's meta_info becomes the record's timing
 block as turnspec's server reports its own (`sglang_block`): queue, prefill and decode from the
-scheduler's timestamps (as turnspec's SGLang engine reads them, engine/sglang_meta.py: the
-test holds the two equal), server E2E from SGLang's
-receipt of the request to its finish (its HTTP parse and last send left out), and τ from its
-verify count, so the load test splits the peer's latency into the same parts.
+scheduler's timestamps (as turnspec's SGLang engine reads them, engine/sglang_meta.py; the test
+holds the two equal), server E2E from SGLang's receipt of the request to its finish (its HTTP
+parse and last send left out), and τ from its verify count, so the load test splits the peer's
+latency into the same parts.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 from importlib import import_module
+from typing import Any
 
 SGLANG_VERSION = "0.5.17"
 DFLASH = "sglang.srt.speculative.dflash_worker_v2"
@@ -88,7 +89,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 REPLACES = "turnspec_replaces"  # on a class the plugin puts in place of SGLang's: SGLang's
 
 
-def unreplaced(obj):
+def unreplaced(obj: Any) -> Any:
     """SGLang's own class where `obj` is the plugin's replacement for it. SGLang applies its
     plugins' hooks once a process, so a second Engine started in it (a test module, a notebook)
     finds them in place; its pins are the replaced class's, not the replacement's."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from turnspec.engine.sglang_plugin.state import on_device, sync_free
@@ -41,18 +42,21 @@ class DeviceHistory:
 
     @sync_free
     def write(self, reqs: list[Any]) -> None:
-        """Rows of `reqs` (at their prefill) from the scheduler's record, one host-to-device copy."""
-        rows, cols, toks, ends = [], [], [], []
-        for req in reqs:
-            seq = (list(req.origin_input_ids) + list(req.output_ids))[: self.cap]
-            rows += [req.req_pool_idx] * len(seq)
-            cols += range(len(seq))
-            toks += seq
-            ends.append((req.req_pool_idx, len(seq)))
+        """Rows of `reqs` (at their prefill) from the scheduler's record, one host-to-device copy.
+        The (row, column, token) triples are built with numpy, not a Python loop per token: a
+        voice prompt is thousands of tokens, and this runs in the scheduler's prefill step."""
+        if not reqs:
+            return
+        seqs = [np.asarray(list(req.origin_input_ids) + list(req.output_ids),
+                           dtype=np.int64)[: self.cap] for req in reqs]
+        lens = np.array([len(seq) for seq in seqs], dtype=np.int64)
+        slots = np.array([req.req_pool_idx for req in reqs], dtype=np.int64)
+        cols = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
         dev = self.tokens.device
-        flat = on_device([rows, cols, toks], torch.int64, dev)
+        flat = on_device(np.stack([np.repeat(slots, lens), cols, np.concatenate(seqs)]),
+                         torch.int64, dev)
         self.tokens[flat[0], flat[1]] = flat[2]
-        at = on_device(ends, torch.int64, dev)
+        at = on_device(np.stack([slots, lens], axis=1), torch.int64, dev)
         self.lengths[at[:, 0]] = at[:, 1]
 
     @sync_free

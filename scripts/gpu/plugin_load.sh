@@ -48,6 +48,7 @@ else
 fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
+source scripts/gpu/independent_set.sh  # render_ids, VOICE_TOKENS, GENERIC_TOKENS
 SG_PLAN_AT=${SG_PLAN_AT:-device}  # sg-lookup's plan point; its peer for the 5% bar plans there too
 SG_SPEC=${SG_SPEC:-lookup}        # sg-lookup's TURNSPEC_SGLANG_SPEC: lookup, or trees
 VT=${VOICE_TOOLS:-grammar}        # voice's --tool-mode: none runs the same turns without the
@@ -111,10 +112,8 @@ info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)
 }
 case "${1:-}" in
 up)
-  ts workload render --out $R/voice-ids.jsonl --workload speculator/eval/voice.jsonl \
-    --conversations 82 --max-tokens 96 --model "$M"
-  ts workload render --out $R/generic-ids.jsonl --workload speculator/eval/generic.jsonl \
-    --conversations 119 --max-tokens 160 --model "$M" --no-tools
+  render_ids voice $R/voice-ids.jsonl
+  render_ids generic $R/generic-ids.jsonl
   if [ -z "$DRY" ]; then  # ~10 s, before the servers load the host
     ts bench grammar-walk --convs 20 --json $R/grammar-walk.json > $R/grammar-walk.txt 2>&1
     tail -n 2 $R/grammar-walk.txt
@@ -142,11 +141,14 @@ run)
     p=${PORT[$n]}
     healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
     case $n:$wl in
-      sg-*:voice) load $n-$vs http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" 96 ;;
-      sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none 160 ;;
+      sg-*:voice) load $n-$vs http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" \
+                    "$VOICE_TOKENS" ;;
+      sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none \
+                      "$GENERIC_TOKENS" ;;
       *:voice) load $n-$vs ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
-                 "$VT" 96 --resend-history ;;
-      *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none 160 ;;
+                 "$VT" "$VOICE_TOKENS" --resend-history ;;
+      *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none \
+                   "$GENERIC_TOKENS" ;;
     esac
   done
   [ -n "$DRY" ] || { info "$wl"; pools || echo "(these cells ran on a short pool)"; }

@@ -1,26 +1,24 @@
 #!/usr/bin/env bash
 # Where a speculative step's time goes under load: SGLang's own server (DFLASH, the plugin armed
 # with TURNSPEC_SGLANG_SPEC = each of MODES, as plugin_load.sh's sg-lookup runs it: CUDA graphs
-# to 32; WORKLOAD generic: the generic prompts' ids on /generate, 160 tokens; voice: the voice
-# turns' ids with their tools' structural tags, 96 tokens, as plugin_load.sh sends them),
+# to 32; WORKLOAD generic: the generic prompts' ids on /generate; voice: the voice turns' ids
+# with their tools' structural tags; both as plugin_load.sh sends them, independent_set.sh),
 # `turnspec loadtest` at each of LEVELS, and a torch profiler trace of STEPS decode steps taken
 # mid-run through SGLang's /start_profile. After sglang.sh unpack:
 #   MODES="trees lookup" LEVELS="1 32" [WORKLOAD=voice] bash scripts/gpu/profile_step.sh
-# Each mode's loadtest text and traces land in $OUT/prof-MODE.tgz as soon as that mode is done.
+# Each mode's loadtest text and traces land in $OUT/prof-MODE-WORKLOAD.tgz once that mode is done.
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 R=runs/prof; mkdir -p $R; MODES=${MODES:-trees lookup}; LEVELS=${LEVELS:-1 32}
 declare -A PORT=([off]=18040 [lookup]=18041 [trees]=18042)
 M=$(ts models prepare 2>/dev/null | tail -n 1)
-case ${WORKLOAD:=generic} in  # the ids every server gets, tools mode and answer length
-  generic) ts workload render --out $R/ids.jsonl --workload speculator/eval/generic.jsonl \
-             --conversations 119 --max-tokens 160 --model "$M" --no-tools > /dev/null
-           TM=none; MAXTOK=160 ;;
-  voice) ts workload render --out $R/ids.jsonl --workload speculator/eval/voice.jsonl \
-           --conversations 82 --max-tokens 96 --model "$M" > /dev/null
-         TM=grammar; MAXTOK=96 ;;
+source scripts/gpu/independent_set.sh
+case ${WORKLOAD:=generic} in  # the loads' tools mode and answer length
+  generic) TM=none; MAXTOK=$GENERIC_TOKENS ;;
+  voice) TM=grammar; MAXTOK=$VOICE_TOKENS ;;
   *) echo "WORKLOAD=$WORKLOAD: expected generic or voice" >&2; exit 2 ;;
 esac
+render_ids "$WORKLOAD" $R/ids.jsonl > /dev/null
 for m in $MODES; do  # every server at once, STAGGER s apart; each KV pool capped at KV_TOKENS,
   # which each reaches whichever profiles its memory last (plugin_load.sh says why)
   TURNSPEC_SGLANG_SPEC=$m setsid nohup python3 -m sglang.launch_server --model-path "$M" \

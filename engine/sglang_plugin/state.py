@@ -136,8 +136,10 @@ def to_host(*tensors: Any) -> tuple[list[Any], Any | None]:
 def on_device(data: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """Host values (nested lists, or a numpy array) as a tensor on `device` without waiting
     for it: on CUDA from pinned memory, copied asynchronously."""
-    pin = device.type == "cuda"
-    return torch.tensor(data, dtype=dtype, pin_memory=pin).to(device, non_blocking=True)
+    host = torch.as_tensor(data, dtype=dtype)  # torch.tensor(numpy, pin_memory=True) raises
+    if device.type == "cuda":
+        host = host.pin_memory()
+    return host.to(device, non_blocking=True)
 
 
 def sync_free(fn: Callable[..., Any]) -> Callable[..., Any]:

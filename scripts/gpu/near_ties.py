@@ -2,14 +2,17 @@
 SGLang's without speculation, it must part at a bf16 near-tie of the target (its top two logits
 within 1% of each other).
 
-    python3 scripts/gpu/near_ties.py RUN_DIR [--model M] [--device cuda] [--json OUT.json]
+    python3 scripts/gpu/near_ties.py RUN_DIR [--model M] [--device cuda] [--dtype bfloat16]
+                                     [--json OUT.json]
 
 RUN_DIR holds plugin_check.py's none.json and each mode's JSON (stock.json, device.json, ...).
 For every turn a mode answers differently: the first position where the answers part, the two
-tokens, and the target's own logits there (transformers, bf16, over the prompt and the answer
-without speculation up to that position): its top two tokens and logits, their gap relative to
-the top logit, and whether the two runs chose exactly those two tokens. A mismatch is a near-tie
-when both hold and the gap is within 1%. Each mode's summary also names its misses on turns where
+tokens, and the target's own logits there (transformers in --dtype: bfloat16 by default, float32
+the strictest reference, which runs on the CPU; over the prompt and the answer without
+speculation up to that position): its top two tokens, the logits of the two tokens chosen, and
+the gap from the top logit to the lower of those, relative to the top. A mismatch is a near-tie
+when that gap is within 1% (both chosen tokens within 1% of the top: a three-way tie counts, as
+on one fp16 turn whose third token sat 0.012% below the top). Each mode's summary also names its misses on turns where
 stock DFLASH parts at a near-tie or not at all (`beyond`): the logits here come from another
 stack than SGLang's, which misses the 1% line on some of stock's own turns.
 """
@@ -38,13 +41,11 @@ def first_split(a: list[int], b: list[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def top_two(model: Any, ids: list[int]) -> tuple[list[int], list[float]]:
-    """The target's two most likely next tokens after `ids`, with their raw logits."""
+def next_logits(model: Any, ids: list[int]) -> torch.Tensor:
+    """The target's raw next-token logits after `ids` (float32 on the host)."""
     device = next(model.parameters()).device
     with torch.no_grad():
-        logits = model(torch.tensor([ids], device=device)).logits[0, -1].float()
-    top = logits.topk(2)
-    return top.indices.tolist(), top.values.tolist()
+        return model(torch.tensor([ids], device=device)).logits[0, -1].float().cpu()
 
 
 def judge(prompt: list[int], ref: list[int], got: list[int], model: Any) -> dict[str, Any] | None:
@@ -53,10 +54,16 @@ def judge(prompt: list[int], ref: list[int], got: list[int], model: Any) -> dict
     if at is None:
         return None
     chosen = [ref[at] if at < len(ref) else None, got[at] if at < len(got) else None]
-    tokens, logits = top_two(model, prompt + ref[:at])
-    gap = (logits[0] - logits[1]) / max(abs(logits[0]), 1e-6)
-    return {"at": at, "chosen": chosen, "top2": tokens, "logits": logits, "gap": gap,
-            "near_tie": gap <= NEAR and sorted(map(str, chosen)) == sorted(map(str, tokens))}
+    logits = next_logits(model, prompt + ref[:at])
+    top = logits.topk(2)
+    if None in chosen:  # one answer ended where the other went on: no tie to judge
+        return {"at": at, "chosen": chosen, "top2": top.indices.tolist(),
+                "logits": top.values.tolist(), "gap": float("inf"), "near_tie": False}
+    mine = [float(logits[t]) for t in chosen]
+    # a near-tie: both answers' tokens within 1% of the top logit (a three-way tie counts)
+    gap = (float(top.values[0]) - min(mine)) / max(abs(float(top.values[0])), 1e-6)
+    return {"at": at, "chosen": chosen, "top2": top.indices.tolist(), "logits": mine, "gap": gap,
+            "near_tie": gap <= NEAR}
 
 
 def check(folder: Path, model: Any) -> dict[str, list[dict[str, Any]]]:
@@ -94,7 +101,7 @@ def show(found: dict[str, list[dict[str, Any]]]) -> None:
         print(f"{mode}: {len(rows)} turns differ from none, {ties} at a near-tie{extra}")
         for r in rows:
             print(f"  {r['split']:20} {r['id']:>12} at {r['at']:3}  chose {r['chosen']}  "
-                  f"top2 {r['top2']} logits {r['logits'][0]:.3f} {r['logits'][1]:.3f}  "
+                  f"top2 {r['top2']} their logits {r['logits'][0]:.3f} {r['logits'][1]:.3f}  "
                   f"gap {100 * r['gap']:.2f}%  {'near-tie' if r['near_tie'] else 'NOT A NEAR-TIE'}")
 
 
@@ -103,6 +110,8 @@ def main() -> None:
     p.add_argument("folder", type=Path)
     p.add_argument("--model", default="")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16",
+                   help="the logits' dtype (float32: the reference any served dtype parts from)")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     from transformers import AutoModelForCausalLM
@@ -110,7 +119,7 @@ def main() -> None:
     from turnspec.engine.local.args import resolve_model_dir
 
     model = AutoModelForCausalLM.from_pretrained(args.model or resolve_model_dir(None),
-                                                 dtype=torch.bfloat16).to(args.device).eval()
+                                                 dtype=getattr(torch, args.dtype)).to(args.device).eval()
     found = check(args.folder, model)
     show(found)
     if args.json:

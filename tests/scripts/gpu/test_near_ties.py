@@ -37,7 +37,7 @@ def ranked(model, ids: list[int]) -> list[int]:
         return model(torch.tensor([ids])).logits[0, -1].argsort(descending=True).tolist()
 
 
-def test_a_turn_parting_at_the_second_choice_is_judged_by_the_gap(model, smollm2_dir: Path) -> None:
+def test_a_turn_parting_below_the_top_is_judged_by_the_gap(model, smollm2_dir: Path) -> None:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(smollm2_dir)
@@ -51,8 +51,13 @@ def test_a_turn_parting_at_the_second_choice_is_judged_by_the_gap(model, smollm2
     assert second["at"] == 2 and second["chosen"] == [order[0], order[1]]
     assert second["top2"] == order[:2] and second["logits"][0] >= second["logits"][1]
     assert second["near_tie"] == (second["gap"] <= near_ties.NEAR)
-    far = near_ties.judge(prompt, ref, ref[:2] + [order[7]], model)
-    assert far["top2"] == order[:2] and not far["near_tie"]   # not the runner-up: never a tie
+    third = near_ties.judge(prompt, ref, ref[:2] + [order[2]], model)  # a three-way tie counts
+    assert third["top2"] == order[:2] and third["gap"] >= second["gap"]
+    assert third["near_tie"] == (third["gap"] <= near_ties.NEAR)
+    far = near_ties.judge(prompt, ref, ref[:2] + [order[-1]], model)  # the least likely token
+    assert far["gap"] > near_ties.NEAR and not far["near_tie"]
+    ended = near_ties.judge(prompt, ref, ref[:2], model)  # one answer stopped where one went on
+    assert ended["chosen"] == [order[0], None] and not ended["near_tie"]
     assert near_ties.judge(prompt, ref, list(ref), model) is None
 
 

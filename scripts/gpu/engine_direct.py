@@ -1,0 +1,130 @@
+"""Issue 53: SGLang's Engine in this process, as `turnspec serve --engine sglang` builds it, fed a
+rendered workload's prompt ids one turn after another, with no turnspec server in the way.
+
+At one voice stream SGLang's own server with the plugin's trees ran each verify step ~2 ms
+faster than `turnspec serve --engine sglang` with the same plugin, the same SGLang arguments and
+the same prompt ids (SGLang's own clocks, docs/gpu-runs/2026-12-07-sg-split). This run splits
+that: the same Engine turnspec builds (`SGLangConfig.engine_kwargs`, the plugin armed the same
+way), driven straight from a loop here. If its steps are as fast as SGLang's server, the time
+goes in turnspec's process; if as slow as turnspec's, in SGLang's Engine mode.
+
+    python3 scripts/gpu/engine_direct.py IDS.jsonl --speculator D --spec trees \
+        [--turns 150] [--max-tokens 96] [--sglang-arg KEY=VALUE ...] [--json OUT.json]
+
+IDS.jsonl: `turnspec workload render` output (independent_set.sh `render_ids`). Each turn is sent
+as the load test sends it to SGLang's `/generate` (loadtest/generate_client.sampling_params, the
+"auto" structural tag where the conversation has tools), in file order: a conversation's turns
+in sequence, so the radix cache reuses each prefix as a served conversation does.
+Printed: per turn p50 and mean of E2E, the gap between chunks, prefill and decode from
+SGLang's own clocks (engine/sglang_meta.py's reading), and decode per verify step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from turnspec.loadtest.generate_client import sampling_params
+
+
+def turns_of(path: Path, limit: int) -> list[tuple[list[int], str | None]]:
+    """(prompt ids, structural tag or None) for the first `limit` turns, in file order."""
+    out: list[tuple[list[int], str | None]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        raw = json.loads(line)["turnspec_tokens"]
+        tag = (raw.get("structural_tags") or {}).get("auto")
+        out += [([int(t) for t in ids], tag) for ids in raw["turns"].values()]
+        if len(out) >= limit:
+            break
+    if not out:
+        raise SystemExit(f"{path}: no turns with token ids; write it with `turnspec workload render`")
+    return out[:limit]
+
+
+def turn_row(t0: float, arrivals: list[float], meta: dict[str, Any]) -> dict[str, float]:
+    """One turn's figures (ms) from its chunks' arrival times and the last chunk's meta_info."""
+    entry, prefilled = meta.get("forward_entry_time"), meta.get("prefill_finished_time")
+    finished, steps = meta.get("request_finished_ts"), int(meta.get("spec_verify_ct") or 0)
+    row = {"e2e_ms": (arrivals[-1] - t0) * 1e3, "tokens": float(meta.get("completion_tokens") or 0)}
+    row["gaps_ms"] = [(b - a) * 1e3 for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    if entry and prefilled:
+        row["prefill_ms"] = (prefilled - entry) * 1e3
+    if prefilled and finished:
+        row["decode_ms"] = (finished - prefilled) * 1e3
+        if steps > 1:
+            row["step_ms"] = row["decode_ms"] / (steps - 1)  # the prefill counts one verify
+    if steps:
+        row["tau"] = row["tokens"] / steps
+    return row
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """p50 and mean of each figure over the turns (chunk gaps pooled)."""
+    out = {}
+    for key in ("e2e_ms", "prefill_ms", "decode_ms", "step_ms", "tau", "tokens", "gaps_ms"):
+        vals = [v for r in rows if key in r for v in (r[key] if key == "gaps_ms" else [r[key]])]
+        if vals:
+            out[key] = {"n": len(vals), "p50": statistics.median(vals), "mean": statistics.fmean(vals)}
+    return out
+
+
+async def play(engine: Any, todo: list[tuple[list[int], str | None]], max_tokens: int
+               ) -> list[dict[str, Any]]:
+    rows = []
+    for ids, tag in todo:
+        params = sampling_params(max_tokens=max_tokens, temperature=None, structural_tag=tag)
+        t0, arrivals, meta = time.perf_counter(), [], {}
+        gen = await engine.async_generate(input_ids=ids, sampling_params=params, stream=True)
+        async for chunk in gen:
+            arrivals.append(time.perf_counter())
+            meta = chunk.get("meta_info") or meta
+        rows.append(turn_row(t0, arrivals, meta))
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("ids", type=Path)
+    p.add_argument("--speculator", default="none", help="a drafter folder, or none")
+    p.add_argument("--spec", default="off", choices=("off", "lookup", "trees"))
+    p.add_argument("--turns", type=int, default=150)
+    p.add_argument("--warmup", type=int, default=4, help="turns played first, not counted")
+    p.add_argument("--max-tokens", type=int, default=96)
+    p.add_argument("--mem", type=float, default=0.3)
+    p.add_argument("--sglang-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    import sglang
+
+    from turnspec.engine.local.args import resolve_model_dir
+    from turnspec.engine.sglang import SGLangConfig
+    from turnspec.engine.sglang_args import sglang_extra
+    from turnspec.engine.sglang_plugin.arm import arm
+    from turnspec.engine.sglang_plugin.config import PluginConfig
+
+    cfg = SGLangConfig(model_dir=resolve_model_dir(None), speculator=args.speculator,
+                       mem_fraction=args.mem, extra=sglang_extra(args.sglang_arg),
+                       plugin=PluginConfig(mode=args.spec))
+    arm(cfg.plugin)  # as SGLangEngine.start does
+    engine = sglang.Engine(**cfg.engine_kwargs())
+    todo = turns_of(args.ids, args.turns + args.warmup)
+    rows = asyncio.run(play(engine, todo, args.max_tokens))[args.warmup:]
+    out = {"spec": args.spec, "speculator": args.speculator, "turns": len(rows),
+           "engine_kwargs": {k: str(v) for k, v in cfg.engine_kwargs().items()},
+           "summary": summary(rows)}
+    for key, s in out["summary"].items():
+        print(f"{key:12} n {s['n']:5}  p50 {s['p50']:9.2f}  mean {s['mean']:9.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    engine.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -17,6 +17,7 @@
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
+# NAME-WORKLOAD-cpu.txt: each server process's CPU over its sweep (proc_cpu.py: which one is busy).
 # Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
 # (20 s a level: cells of 10 s swung 20-30%), MEM (0.3: SGLang's mem_fraction_static a server),
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
@@ -138,8 +139,9 @@ run)
   wl=${2:?run voice|generic}
   vs=voice; [ "$VT" = grammar ] || vs=voice-tools-$VT  # kept apart from the table's voice cells
   for n in $SERVERS; do
-    p=${PORT[$n]}
+    p=${PORT[$n]}; pg=$(cat $R/$n.pid); t0=$SECONDS
     healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
+    $PY scripts/gpu/proc_cpu.py snap "$pg" > $R/cpu0.json  # its processes' CPU over the sweep
     case $n:$wl in
       sg-*:voice) load $n-$vs http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" \
                     "$VOICE_TOKENS" ;;
@@ -150,6 +152,8 @@ run)
       *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none \
                    "$GENERIC_TOKENS" ;;
     esac
+    $PY scripts/gpu/proc_cpu.py diff $R/cpu0.json "$pg" $((SECONDS - t0 + 1)) > $R/$n-$wl-cpu.txt
+    head -n 3 $R/$n-$wl-cpu.txt
   done
   [ -n "$DRY" ] || { info "$wl"; pools || echo "(these cells ran on a short pool)"; }
   if [ "$wl" = generic ]; then

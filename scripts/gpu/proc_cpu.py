@@ -1,0 +1,67 @@
+"""The CPU time of a server's processes (its process group), to say which one is busy while a load
+runs: SGLang's scheduler and detokenizer, and the process that holds its tokenizer manager
+(turnspec's server, or SGLang's HTTP server).
+
+    python3 scripts/gpu/proc_cpu.py snap PGID > BEFORE.json      # {pid: [title, cpu s]}
+    python3 scripts/gpu/proc_cpu.py diff BEFORE.json PGID WALL_S  # the table since BEFORE
+
+`diff` prints each process's CPU seconds since the snapshot and that as a share of one core over
+WALL_S (a process near 100% is the one the others wait on). Linux /proc only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def title(pid: str) -> str:
+    """What the process calls itself (SGLang sets `sglang::scheduler`), else its command."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    words = [a.decode(errors="replace") for a in argv if a]
+    if words and words[0].startswith("sglang::"):
+        return words[0]
+    return " ".join(Path(words[0]).name.split() + words[1:3]) if words else pid
+
+
+def snap(pgid: int) -> dict[str, list]:
+    """pid -> [title, user + system CPU seconds] for every live process in the group."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # fields[2]: pgrp (stat field 5)
+                continue
+            out[entry.name] = [title(entry.name), (int(fields[11]) + int(fields[12])) / TICK]
+        except (OSError, IndexError, ValueError):
+            continue  # ended while read
+    return out
+
+
+def diff(before: dict[str, list], after: dict[str, list], wall_s: float) -> list[str]:
+    rows = sorted(((cpu - before.get(pid, [None, 0.0])[1], name, pid)
+                   for pid, (name, cpu) in after.items()), reverse=True)
+    return [f"{used:8.2f} s  {100 * used / wall_s:5.1f}% of a core  {name} (pid {pid})"
+            for used, name, pid in rows if used > 0.005]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "snap":
+        print(json.dumps(snap(int(argv[1]))))
+        return 0
+    if len(argv) == 4 and argv[0] == "diff":
+        before = json.loads(Path(argv[1]).read_text())
+        print("\n".join(diff(before, snap(int(argv[2])), float(argv[3]))))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

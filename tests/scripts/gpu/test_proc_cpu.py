@@ -1,0 +1,44 @@
+"""scripts/gpu/proc_cpu.py: the CPU time of a process group's members, on this machine's /proc
+(a real child in its own session, busy, beside an idle one)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+spec = importlib.util.spec_from_file_location("proc_cpu", ROOT / "scripts/gpu/proc_cpu.py")
+proc_cpu = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(proc_cpu)
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux /proc only")
+
+BUSY = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\nelse:\n    t = time.time()\n" \
+       "    while time.time() - t < 30: pass\n"
+
+
+def test_the_busy_member_of_a_group_is_named_first() -> None:
+    child = subprocess.Popen([sys.executable, "-c", BUSY], start_new_session=True)
+    try:
+        time.sleep(0.3)
+        before = proc_cpu.snap(child.pid)
+        assert len(before) == 2 and all("python" in name for name, _ in before.values())
+        time.sleep(1.0)
+        rows = proc_cpu.diff(before, proc_cpu.snap(child.pid), 1.0)
+        assert rows and f"(pid {child.pid})" in rows[0]  # the parent spins; its child sleeps
+        assert len(rows) == 1  # the sleeping child used no CPU
+        assert proc_cpu.snap(os.getpgrp()) and str(child.pid) not in proc_cpu.snap(os.getpgrp())
+    finally:
+        os.killpg(child.pid, 9)
+        child.wait()
+
+
+def test_usage_is_an_error_with_the_doc(capsys: pytest.CaptureFixture[str]) -> None:
+    assert proc_cpu.main(["what"]) == 2
+    assert "proc_cpu.py snap PGID" in capsys.readouterr().err

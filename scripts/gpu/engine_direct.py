@@ -22,7 +22,6 @@ SGLang's own clocks (engine/sglang_meta.py's reading), and decode per verify ste
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import time
@@ -115,7 +114,8 @@ def main() -> None:
     arm(cfg.plugin)  # as SGLangEngine.start does
     engine = sglang.Engine(**cfg.engine_kwargs())
     todo = turns_of(args.ids, args.turns + args.warmup)
-    rows = asyncio.run(play(engine, todo, args.max_tokens))[args.warmup:]
+    # on the Engine's own loop, as its sync API runs (its tokenizer manager binds to it)
+    rows = engine.loop.run_until_complete(play(engine, todo, args.max_tokens))[args.warmup:]
     out = {"spec": args.spec, "speculator": args.speculator, "turns": len(rows),
            "engine_kwargs": {k: str(v) for k, v in cfg.engine_kwargs().items()},
            "summary": summary(rows)}

@@ -10,6 +10,7 @@ goes in turnspec's process; if as slow as turnspec's, in SGLang's Engine mode.
 
     python3 scripts/gpu/engine_direct.py IDS.jsonl --speculator D --spec trees \
         [--turns 150] [--max-tokens 96] [--sglang-arg KEY=VALUE ...] [--json OUT.json]
+        [--profile-dir DIR [--profile-steps 16]]
 
 IDS.jsonl: `turnspec workload render` output (independent_set.sh `render_ids`). Each turn is sent
 as the load test sends it to SGLang's `/generate` (loadtest/generate_client.sampling_params, the
@@ -17,6 +18,8 @@ as the load test sends it to SGLang's `/generate` (loadtest/generate_client.samp
 in sequence, so the radix cache reuses each prefix as a served conversation does.
 Printed: per turn p50 and mean of E2E, the gap between chunks, prefill and decode from
 SGLang's own clocks (engine/sglang_meta.py's reading), and decode per verify step.
+`--profile-dir` also takes a torch profile of the scheduler's next steps (as profile_step.sh takes
+SGLang's own server's), which inflates those turns: time a run without it.
 """
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--mem", type=float, default=0.3)
     p.add_argument("--sglang-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--profile-dir", type=Path, help="a torch profile of the scheduler's first "
+                   "--profile-steps steps after the warm-up, here (scripts/gpu/trace_steps.py)")
+    p.add_argument("--profile-steps", type=int, default=16)
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     import sglang
@@ -115,7 +121,12 @@ def main() -> None:
     engine = sglang.Engine(**cfg.engine_kwargs())
     todo = turns_of(args.ids, args.turns + args.warmup)
     # on the Engine's own loop, as its sync API runs (its tokenizer manager binds to it)
-    rows = engine.loop.run_until_complete(play(engine, todo, args.max_tokens))[args.warmup:]
+    engine.loop.run_until_complete(play(engine, todo[: args.warmup], args.max_tokens))
+    if args.profile_dir:  # the next STEPS steps of the scheduler, as profile_step.sh takes them
+        args.profile_dir.mkdir(parents=True, exist_ok=True)
+        engine.start_profile(output_dir=str(args.profile_dir.resolve()),
+                             num_steps=args.profile_steps, activities=["CPU", "GPU"])
+    rows = engine.loop.run_until_complete(play(engine, todo[args.warmup:], args.max_tokens))
     out = {"spec": args.spec, "speculator": args.speculator, "turns": len(rows),
            "engine_kwargs": {k: str(v) for k, v in cfg.engine_kwargs().items()},
            "summary": summary(rows)}

@@ -23,6 +23,8 @@
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
 # (grammar, or none: the voice turns without it, as NAME-voice-tools-none.json), UP_S (300: how long `up` waits; it reports
 # each server as it comes up, and the logs of the rest).
+# Idle servers sleep (SGLang's sleep_on_idle, on every server): by default an idle scheduler spins
+# a core at 100% in its housekeeping loop, two or more of them beside the one being measured.
 # Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
 # was free at its start, so servers loading side by side race for it (the suspect when a stock
 # server queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
@@ -37,7 +39,7 @@ if [ -d /tmp/sgsite ]; then
   LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-20}
   KV=${KV_TOKENS:-100000}
   ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.3}" --sglang-arg cuda_graph_max_bs_decode=32
-       --sglang-arg "max_total_tokens=$KV")
+       --sglang-arg "max_total_tokens=$KV" --sglang-arg sleep_on_idle=true)
   SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-device sg-lookup}
 else
   ts() { .venv/bin/turnspec "$@"; }
@@ -74,7 +76,7 @@ start() {  # start NAME: the server in the background, its log and pid under $R
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
       --dtype bfloat16 --mem-fraction-static "${MEM:-0.3}" --cuda-graph-max-bs-decode 32 \
-      --max-total-tokens "$KV" \
+      --max-total-tokens "$KV" --sleep-on-idle \
       --enable-metrics --host 127.0.0.1 --port "$port" > $R/$name.log 2>&1 < /dev/null &
   else
     setsid nohup "$PY" -m turnspec.cli.main serve "${ENG[@]}" --model "$M" "${args[@]}" \

@@ -25,7 +25,7 @@ for m in $MODES; do  # every server at once, STAGGER s apart; each KV pool cappe
     --speculative-algorithm DFLASH --speculative-draft-model-path /tmp/sgcarry/drafter \
     --attention-backend triton --sampling-backend pytorch --dtype bfloat16 \
     --mem-fraction-static "${MEM:-0.3}" --max-total-tokens "${KV_TOKENS:-100000}" \
-    --cuda-graph-max-bs-decode 32 --enable-metrics --grammar-backend xgrammar \
+    --cuda-graph-max-bs-decode 32 --enable-metrics --grammar-backend xgrammar --sleep-on-idle \
     --host 127.0.0.1 --port "${PORT[$m]}" > $R/$m-server.log 2>&1 < /dev/null &
   echo $! > $R/$m.pid; sleep "${STAGGER:-10}"
 done

@@ -20,7 +20,8 @@ if [ -d /tmp/sgsite ]; then
   source scripts/gpu/sglang_env.sh
   D=${DRAFTER:-/tmp/sgcarry/drafter}; ENGINE=sglang; DRY=
   PY=python3; LEVELS=${LEVELS:-1,8,32}; DUR=${DUR:-10}; CONVS=${CONVS:-40}
-  TS_ENGINE_ARGS=(--sglang-mem-fraction 0.4 --sglang-arg cuda_graph_max_bs_decode=32)
+  TS_ENGINE_ARGS=(--sglang-mem-fraction 0.4 --sglang-arg cuda_graph_max_bs_decode=32
+                  --sglang-arg sleep_on_idle=true)  # the idle one of the two does not spin a core
 else
   ts() { .venv/bin/turnspec "$@"; }
   HEALTH_PY=.venv/bin/python; source scripts/gpu/health.sh
@@ -34,7 +35,7 @@ R=runs/same-tokens; rm -rf $R; mkdir -p $R "$OUT"
 SG_CMD=(python3 -m sglang.launch_server --model-path "$M" --speculative-algorithm DFLASH
   --speculative-draft-model-path "$D" --attention-backend triton --sampling-backend pytorch
   --grammar-backend xgrammar --dtype bfloat16 --mem-fraction-static 0.4
-  --cuda-graph-max-bs-decode 32 --enable-metrics --host 127.0.0.1 --port 18012)
+  --cuda-graph-max-bs-decode 32 --enable-metrics --sleep-on-idle --host 127.0.0.1 --port 18012)
 up() {  # up NAME PORT CMD...: start a server in the background
   local name=$1 port=$2; shift 2
   "$@" > $R/$name.log 2>&1 & echo $! > $R/$name.pid

@@ -6,11 +6,13 @@ faster than `turnspec serve --engine sglang` with the same plugin, the same SGLa
 the same prompt ids (SGLang's own clocks, docs/gpu-runs/2026-12-07-sg-split). This run splits
 that: the same Engine turnspec builds (`SGLangConfig.engine_kwargs`, the plugin armed the same
 way), driven straight from a loop here. If its steps are as fast as SGLang's server, the time
-goes in turnspec's process; if as slow as turnspec's, in SGLang's Engine mode.
+goes in turnspec's process; if as slow as turnspec's, in SGLang's Engine mode. `--url` plays the
+same turns through the same loop on SGLang's own server's `/generate`, the peer.
 
     python3 scripts/gpu/engine_direct.py IDS.jsonl --speculator D --spec trees \
         [--turns 150] [--max-tokens 96] [--sglang-arg KEY=VALUE ...] [--json OUT.json]
         [--profile-dir DIR [--profile-steps 16]]
+    python3 scripts/gpu/engine_direct.py IDS.jsonl --url http://127.0.0.1:PORT [...]
 
 IDS.jsonl: `turnspec workload render` output (independent_set.sh `render_ids`). Each turn is sent
 as the load test sends it to SGLang's `/generate` (loadtest/generate_client.sampling_params, the
@@ -25,6 +27,7 @@ SGLang's own server's), which inflates those turns: time a run without it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import time
@@ -77,6 +80,34 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+async def play_http(url: str, todo: list[tuple[list[int], str | None]], max_tokens: int
+                    ) -> list[dict[str, Any]]:
+    """The same turns on a server's `POST /generate` (SGLang's own: its streamed lines, the
+    last chunk's meta_info with `--enable-metrics`), one after another."""
+    import aiohttp
+
+    rows = []
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
+        for ids, tag in todo:
+            body = {"input_ids": ids, "stream": True, "sampling_params": sampling_params(
+                max_tokens=max_tokens, temperature=None, structural_tag=tag)}
+            t0, arrivals, meta = time.perf_counter(), [], {}
+            async with session.post(url.rstrip("/") + "/generate", json=body) as resp:
+                if resp.status != 200:
+                    raise SystemExit(f"{url}: HTTP {resp.status}: {(await resp.text())[:300]}")
+                async for raw in resp.content:
+                    line = raw.strip()
+                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                        continue
+                    arrivals.append(time.perf_counter())
+                    chunk = json.loads(line[6:])
+                    if "error" in chunk:
+                        raise SystemExit(f"{url}: {chunk['error']}")
+                    meta = chunk.get("meta_info") or meta
+            rows.append(turn_row(t0, arrivals, meta))
+    return rows
+
+
 async def play(engine: Any, todo: list[tuple[list[int], str | None]], max_tokens: int
                ) -> list[dict[str, Any]]:
     rows = []
@@ -101,11 +132,21 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--mem", type=float, default=0.3)
     p.add_argument("--sglang-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--url", help="play the turns on this server's /generate instead (SGLang's "
+                   "own, e.g. http://127.0.0.1:18034): the same loop, the same figures")
     p.add_argument("--profile-dir", type=Path, help="a torch profile of the scheduler's first "
                    "--profile-steps steps after the warm-up, here (scripts/gpu/trace_steps.py)")
     p.add_argument("--profile-steps", type=int, default=16)
     p.add_argument("--json", type=Path)
     args = p.parse_args()
+    todo = turns_of(args.ids, args.turns + args.warmup)
+    if args.url:
+        if args.profile_dir:
+            raise SystemExit("--profile-dir profiles the Engine here; for a server use "
+                             "scripts/gpu/profile_step.sh")
+        rows = asyncio.run(play_http(args.url, todo, args.max_tokens))[args.warmup:]
+        report({"url": args.url, "turns": len(rows), "summary": summary(rows)}, args.json)
+        return
     import sglang
 
     from turnspec.engine.local.args import resolve_model_dir
@@ -119,7 +160,6 @@ def main() -> None:
                        plugin=PluginConfig(mode=args.spec))
     arm(cfg.plugin)  # as SGLangEngine.start does
     engine = sglang.Engine(**cfg.engine_kwargs())
-    todo = turns_of(args.ids, args.turns + args.warmup)
     # on the Engine's own loop, as its sync API runs (its tokenizer manager binds to it)
     engine.loop.run_until_complete(play(engine, todo[: args.warmup], args.max_tokens))
     if args.profile_dir:  # the next STEPS steps of the scheduler, as profile_step.sh takes them
@@ -127,14 +167,17 @@ def main() -> None:
         engine.start_profile(output_dir=str(args.profile_dir.resolve()),
                              num_steps=args.profile_steps, activities=["CPU", "GPU"])
     rows = engine.loop.run_until_complete(play(engine, todo[args.warmup:], args.max_tokens))
-    out = {"spec": args.spec, "speculator": args.speculator, "turns": len(rows),
-           "engine_kwargs": {k: str(v) for k, v in cfg.engine_kwargs().items()},
-           "summary": summary(rows)}
+    report({"spec": args.spec, "speculator": args.speculator, "turns": len(rows),
+            "engine_kwargs": {k: str(v) for k, v in cfg.engine_kwargs().items()},
+            "summary": summary(rows)}, args.json)
+    engine.shutdown()
+
+
+def report(out: dict[str, Any], path: Path | None) -> None:
     for key, s in out["summary"].items():
         print(f"{key:12} n {s['n']:5}  p50 {s['p50']:9.2f}  mean {s['mean']:9.2f}")
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
-    engine.shutdown()
+    if path:
+        path.write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

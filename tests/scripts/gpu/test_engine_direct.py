@@ -56,3 +56,50 @@ def test_a_turn_row_reads_sglang_clocks() -> None:
     s = engine_direct.summary([row, bare])
     assert s["e2e_ms"]["n"] == 2 and s["prefill_ms"]["n"] == 1 and s["gaps_ms"]["n"] == 2
     assert s["gaps_ms"]["p50"] == pytest.approx(7.5)
+
+
+@pytest.fixture()
+def recorder():
+    from tests.loadtest.sglang_recorder import GenerateRecorder
+
+    rec = GenerateRecorder().start()
+    yield rec
+    rec.stop()
+
+
+def test_url_plays_the_turns_on_a_generate_server(rendered: Path, recorder, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--url: the same turns, in order, on a server speaking SGLang's /generate (a recording
+    peer: SGLang does not run on CPU machines), its last chunk's clocks read as the Engine's."""
+    recorder.incremental = True
+    recorder.final_meta = {"forward_entry_time": 10.0, "prefill_finished_time": 10.015,
+                           "request_finished_ts": 10.045, "spec_verify_ct": 2}
+    out = tmp_path / "sg.json"
+    monkeypatch.setattr("sys.argv", ["engine_direct", str(rendered), "--url",
+                                     f"http://127.0.0.1:{recorder.port}", "--turns", "3",
+                                     "--warmup", "1", "--max-tokens", "7", "--json", str(out)])
+    engine_direct.main()
+    want = engine_direct.turns_of(rendered, 4)
+    assert [b["input_ids"] for b in recorder.bodies] == [ids for ids, _ in want]
+    first = recorder.bodies[0]
+    assert first["stream"] and first["sampling_params"]["max_new_tokens"] == 7
+    assert first["sampling_params"]["structural_tag"] == want[0][1]
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["e2e_ms"]["n"] == 3 and summary["gaps_ms"]["n"] == 3 * 2  # 3 chunks a turn
+    assert summary["prefill_ms"]["p50"] == pytest.approx(15.0)
+    assert summary["step_ms"]["p50"] == pytest.approx(30.0) and summary["tau"]["p50"] == 1.5
+    assert "step_ms" in capsys.readouterr().out
+
+
+def test_url_refuses_a_profile_and_names_a_server_error(rendered: Path, recorder,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"http://127.0.0.1:{recorder.port}"
+    monkeypatch.setattr("sys.argv", ["engine_direct", str(rendered), "--url", url,
+                                     "--profile-dir", "/tmp/x"])
+    with pytest.raises(SystemExit, match="profile_step.sh"):
+        engine_direct.main()
+    recorder.error = "grammar compile failed"
+    monkeypatch.setattr("sys.argv", ["engine_direct", str(rendered), "--url", url, "--turns", "1"])
+    with pytest.raises(SystemExit, match="grammar compile failed"):
+        engine_direct.main()

@@ -1,6 +1,6 @@
 """Issue 53's lossless line, turn by turn: wherever a speculative mode's greedy answer differs from
-SGLang's without speculation, it must part at a bf16 near-tie of the target (its top two logits
-within 1% of each other).
+SGLang's without speculation, it must part at a near-tie of the target (both tokens chosen there
+within 1% of its top logit).
 
     python3 scripts/gpu/near_ties.py RUN_DIR [--model M] [--device cuda] [--dtype bfloat16]
                                      [--json OUT.json]
@@ -11,10 +11,10 @@ tokens, and the target's own logits there (transformers in --dtype: bfloat16 by 
 the strictest reference, which runs on the CPU; over the prompt and the answer without
 speculation up to that position): its top two tokens, the logits of the two tokens chosen, and
 the gap from the top logit to the lower of those, relative to the top. A mismatch is a near-tie
-when that gap is within 1% (both chosen tokens within 1% of the top: a three-way tie counts, as
-on one fp16 turn whose third token sat 0.012% below the top). Each mode's summary also names its misses on turns where
-stock DFLASH parts at a near-tie or not at all (`beyond`): the logits here come from another
-stack than SGLang's, which misses the 1% line on some of stock's own turns.
+when that gap is within 1%: a three-way tie counts (one float16 turn parted at its third token,
+0.012% below the top). Each mode's summary also names its misses on turns where stock DFLASH
+parts at a near-tie or not at all (`beyond`): the logits here come from another stack than
+SGLang's, which misses the 1% line on some of stock's own turns.
 """
 
 from __future__ import annotations

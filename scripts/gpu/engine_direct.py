@@ -49,7 +49,8 @@ def turns_of(path: Path, limit: int) -> list[tuple[list[int], str | None]]:
         if len(out) >= limit:
             break
     if not out:
-        raise SystemExit(f"{path}: no turns with token ids; write it with `turnspec workload render`")
+        raise SystemExit(f"{path}: no turns with token ids; write it with "
+                         "`turnspec workload render`")
     return out[:limit]
 
 
@@ -76,7 +77,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for key in ("e2e_ms", "prefill_ms", "decode_ms", "step_ms", "tau", "tokens", "gaps_ms"):
         vals = [v for r in rows if key in r for v in (r[key] if key == "gaps_ms" else [r[key]])]
         if vals:
-            out[key] = {"n": len(vals), "p50": statistics.median(vals), "mean": statistics.fmean(vals)}
+            out[key] = {"n": len(vals), "p50": statistics.median(vals),
+                        "mean": statistics.fmean(vals)}
     return out
 
 

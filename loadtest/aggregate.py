@@ -70,6 +70,7 @@ def metrics(records: Sequence[RequestRecord], loopback: bool) -> dict[str, dict[
         "server_host_overhead_ms": summarize(p["host_overhead_ms"] for p in parts),
         **{f"server_host_{k}": summarize(h[k] for h in hosts) for k in HOST_PARTS},
         "tau": summarize(r.tau for r in full),
+        "server_step_ms": summarize(r.step_ms for r in full),
         "residual_ms": summarize(x["residual_ms"] for x in rows),
         "prompt_tokens": summarize(r.timing.get("prompt_tokens") for r in full),
         "cached_tokens": summarize(r.timing.get("cached_tokens") for r in full),

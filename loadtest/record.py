@@ -120,6 +120,14 @@ class RequestRecord:
         return spec.get("tau") if spec.get("verify_steps") else None
 
     @property
+    def step_ms(self) -> float | None:
+        """The server's decode time a verify step (its decode span over its verify steps): what
+        one speculative step costs as served. None without both."""
+        spec, decode = self.turnspec.get("spec") or {}, self.timing.get("decode_ms")
+        steps = int(spec.get("verify_steps") or 0)
+        return float(decode) / steps if steps and decode is not None else None
+
+    @property
     def spec_counts(self) -> tuple[int, int] | None:
         """(committed tokens, verify steps) of a speculative turn, else None."""
         spec = self.turnspec.get("spec") or {}

@@ -64,8 +64,8 @@ def turn_row(t0: float, arrivals: list[float], meta: dict[str, Any]) -> dict[str
         row["prefill_ms"] = (prefilled - entry) * 1e3
     if prefilled and finished:
         row["decode_ms"] = (finished - prefilled) * 1e3
-        if steps > 1:
-            row["step_ms"] = row["decode_ms"] / (steps - 1)  # the prefill counts one verify
+        if steps:  # SGLang counts the decode's verify steps (the prefill's token is apart)
+            row["step_ms"] = row["decode_ms"] / steps
     if steps:
         row["tau"] = row["tokens"] / steps
     return row

@@ -108,6 +108,7 @@ def test_pooled_tau_weighs_turns_by_their_tokens():
                            "mode": "closed", "concurrency": 1}, args={})
     assert res["metrics"]["tau"]["mean"] == pytest.approx(3.0)
     assert res["throughput"]["tau"] == pytest.approx(100 / 49)
+    assert res["metrics"]["server_step_ms"]["n"] == 0  # no decode time in these blocks
     from turnspec.loadtest.report import format_table
     assert "tau 2.04 (all turns)" in format_table(res).splitlines()[1]
     none = build_result(RunResult(records=[plain], wall_s=1.0), url="http://h/v1",

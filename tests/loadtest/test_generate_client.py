@@ -112,6 +112,7 @@ def test_sglang_metrics_become_the_timing_block(recorder):
     assert t["server_received_unix_ms"] == pytest.approx(1_000_000.0)
     assert server_parts(rec)["host_overhead_ms"] == pytest.approx(65.1 - 0.5 - 23.0 - 40.0)
     assert rec.tau == 2.0 and rec.spec_counts == (2, 1)
+    assert rec.step_ms == pytest.approx(40.0)  # decode over the one verify step
     ours = Timing()  # turnspec's SGLang engine reads the same meta_info the same way
     final_delta(Delta("r", [7], "."), {**recorder_meta(rec), "finish_reason": {"type": "stop"}},
                 ours, 0.0, None, 0.0)

@@ -3,7 +3,7 @@ rendered workload's prompt ids one turn after another, with no turnspec server i
 
 At one voice stream SGLang's own server with the plugin's trees ran each verify step ~2 ms
 faster than `turnspec serve --engine sglang` with the same plugin, the same SGLang arguments and
-the same prompt ids (SGLang's own clocks, docs/gpu-runs/2026-12-07-sg-split). This run splits
+the same prompt ids (SGLang's own clocks, docs/benchmarks.md). This run splits
 that: the same Engine turnspec builds (`SGLangConfig.engine_kwargs`, the plugin armed the same
 way), driven straight from a loop here. If its steps are as fast as SGLang's server, the time
 goes in turnspec's process; if as slow as turnspec's, in SGLang's Engine mode. `--url` plays the
@@ -19,7 +19,8 @@ as the load test sends it to SGLang's `/generate` (loadtest/generate_client.samp
 "auto" structural tag where the conversation has tools), in file order: a conversation's turns
 in sequence, so the radix cache reuses each prefix as a served conversation does.
 Printed: per turn p50 and mean of E2E, the gap between chunks, prefill and decode from
-SGLang's own clocks (engine/sglang_meta.py's reading), and decode per verify step.
+SGLang's own clocks (read as the load test reads them, loadtest/generate_client.sglang_block),
+and decode per verify step; gaps between content chunks, as the load test counts them.
 `--profile-dir` also takes a torch profile of the scheduler's next steps (as profile_step.sh takes
 SGLang's own server's), which inflates those turns: time a run without it.
 """
@@ -34,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from turnspec.loadtest.generate_client import sampling_params
+from turnspec.loadtest.generate_client import GenerateClient, sampling_params, sglang_block
 
 
 def turns_of(path: Path, limit: int) -> list[tuple[list[int], str | None]]:
@@ -54,20 +55,18 @@ def turns_of(path: Path, limit: int) -> list[tuple[list[int], str | None]]:
     return out[:limit]
 
 
-def turn_row(t0: float, arrivals: list[float], meta: dict[str, Any]) -> dict[str, float]:
-    """One turn's figures (ms) from its chunks' arrival times and the last chunk's meta_info."""
-    entry, prefilled = meta.get("forward_entry_time"), meta.get("prefill_finished_time")
-    finished, steps = meta.get("request_finished_ts"), int(meta.get("spec_verify_ct") or 0)
-    row = {"e2e_ms": (arrivals[-1] - t0) * 1e3, "tokens": float(meta.get("completion_tokens") or 0)}
-    row["gaps_ms"] = [(b - a) * 1e3 for a, b in zip(arrivals, arrivals[1:], strict=False)]
-    if entry and prefilled:
-        row["prefill_ms"] = (prefilled - entry) * 1e3
-    if prefilled and finished:
-        row["decode_ms"] = (finished - prefilled) * 1e3
-        if steps:  # SGLang counts the decode's verify steps (the prefill's token is apart)
-            row["step_ms"] = row["decode_ms"] / steps
-    if steps:
-        row["tau"] = row["tokens"] / steps
+def turn_row(e2e_ms: float, gaps_ms: list[float], tokens: int,
+             block: dict[str, Any]) -> dict[str, Any]:
+    """One turn's figures (ms) from its E2E, its content chunks' gaps and the completion block
+    SGLang's last meta_info gives (loadtest's `sglang_block`: its clocks, its verify count)."""
+    timing, spec = block.get("timing") or {}, block.get("spec") or {}
+    row: dict[str, Any] = {"e2e_ms": e2e_ms, "gaps_ms": gaps_ms, "tokens": float(tokens)}
+    if timing:
+        row["prefill_ms"], row["decode_ms"] = timing["prefill_ms"], timing["decode_ms"]
+    if spec:  # SGLang counts the decode's verify steps (the prefill's token is apart)
+        row["tau"] = spec["tau"]
+        if timing:
+            row["step_ms"] = timing["decode_ms"] / spec["verify_steps"]
     return row
 
 
@@ -84,29 +83,19 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 async def play_http(url: str, todo: list[tuple[list[int], str | None]], max_tokens: int
                     ) -> list[dict[str, Any]]:
-    """The same turns on a server's `POST /generate` (SGLang's own: its streamed lines, the
-    last chunk's meta_info with `--enable-metrics`), one after another."""
-    import aiohttp
-
+    """The same turns on a server's `POST /generate` (SGLang's own, `--enable-metrics`), one
+    after another, through the load test's client."""
+    client = GenerateClient(url.rstrip("/") + "/generate")
     rows = []
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
+    try:
         for ids, tag in todo:
-            body = {"input_ids": ids, "stream": True, "sampling_params": sampling_params(
-                max_tokens=max_tokens, temperature=None, structural_tag=tag)}
-            t0, arrivals, meta = time.perf_counter(), [], {}
-            async with session.post(url.rstrip("/") + "/generate", json=body) as resp:
-                if resp.status != 200:
-                    raise SystemExit(f"{url}: HTTP {resp.status}: {(await resp.text())[:300]}")
-                async for raw in resp.content:
-                    line = raw.strip()
-                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
-                        continue
-                    arrivals.append(time.perf_counter())
-                    chunk = json.loads(line[6:])
-                    if "error" in chunk:
-                        raise SystemExit(f"{url}: {chunk['error']}")
-                    meta = chunk.get("meta_info") or meta
-            rows.append(turn_row(t0, arrivals, meta))
+            rec = await client.generate(ids, sampling_params(
+                max_tokens=max_tokens, temperature=None, structural_tag=tag))
+            if not rec.ok:
+                raise SystemExit(f"{url}: {rec.error}")
+            rows.append(turn_row(rec.e2e_ms, rec.itl_ms, rec.output_tokens or 0, rec.turnspec))
+    finally:
+        await client.close()
     return rows
 
 
@@ -118,9 +107,13 @@ async def play(engine: Any, todo: list[tuple[list[int], str | None]], max_tokens
         t0, arrivals, meta = time.perf_counter(), [], {}
         gen = await engine.async_generate(input_ids=ids, sampling_params=params, stream=True)
         async for chunk in gen:
-            arrivals.append(time.perf_counter())
+            if chunk.get("text"):  # a content chunk, as the load test's client counts them
+                arrivals.append(time.perf_counter())
             meta = chunk.get("meta_info") or meta
-        rows.append(turn_row(t0, arrivals, meta))
+        tokens = int(meta.get("completion_tokens") or 0)
+        gaps = [(b - a) * 1e3 for a, b in zip(arrivals, arrivals[1:], strict=False)]
+        end = arrivals[-1] if arrivals else time.perf_counter()
+        rows.append(turn_row((end - t0) * 1e3, gaps, tokens, sglang_block(meta, tokens)))
     return rows
 
 

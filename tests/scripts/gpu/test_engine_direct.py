@@ -12,6 +12,7 @@ import pytest
 
 from turnspec.benchmarks.same_tokens import render_file, scripts_from
 from turnspec.engine.chat import ChatTemplate
+from turnspec.loadtest.generate_client import sglang_block
 
 ROOT = Path(__file__).resolve().parents[3]
 spec = importlib.util.spec_from_file_location("engine_direct", ROOT / "scripts/gpu/engine_direct.py")
@@ -45,13 +46,13 @@ def test_no_turns_is_an_error(tmp_path: Path) -> None:
 
 
 def test_a_turn_row_reads_sglang_clocks() -> None:
-    meta = {"forward_entry_time": 100.0, "prefill_finished_time": 100.02,
-            "request_finished_ts": 100.07, "spec_verify_ct": 11, "completion_tokens": 50}
-    row = engine_direct.turn_row(5.0, [5.03, 5.035, 5.045], meta)
+    meta = {"request_received_ts": 99.999, "forward_entry_time": 100.0,
+            "prefill_finished_time": 100.02, "request_finished_ts": 100.07, "spec_verify_ct": 11}
+    row = engine_direct.turn_row(45.0, [5.0, 10.0], 50, sglang_block(meta, 50))
     assert row["e2e_ms"] == pytest.approx(45.0) and row["gaps_ms"] == pytest.approx([5.0, 10.0])
     assert row["prefill_ms"] == pytest.approx(20.0) and row["decode_ms"] == pytest.approx(50.0)
     assert row["step_ms"] == pytest.approx(50 / 11) and row["tau"] == pytest.approx(50 / 11)
-    bare = engine_direct.turn_row(5.0, [5.01], {"completion_tokens": 1})  # metrics off
+    bare = engine_direct.turn_row(10.0, [], 1, sglang_block({}, 1))  # metrics off
     assert set(bare) == {"e2e_ms", "tokens", "gaps_ms"}
     s = engine_direct.summary([row, bare])
     assert s["e2e_ms"]["n"] == 2 and s["prefill_ms"]["n"] == 1 and s["gaps_ms"]["n"] == 2
@@ -73,7 +74,8 @@ def test_url_plays_the_turns_on_a_generate_server(rendered: Path, recorder, tmp_
     """--url: the same turns, in order, on a server speaking SGLang's /generate (a recording
     peer: SGLang does not run on CPU machines), its last chunk's clocks read as the Engine's."""
     recorder.incremental = True
-    recorder.final_meta = {"forward_entry_time": 10.0, "prefill_finished_time": 10.015,
+    recorder.final_meta = {"request_received_ts": 9.999,
+                           "forward_entry_time": 10.0, "prefill_finished_time": 10.015,
                            "request_finished_ts": 10.045, "spec_verify_ct": 2}
     out = tmp_path / "sg.json"
     monkeypatch.setattr("sys.argv", ["engine_direct", str(rendered), "--url",

@@ -5,7 +5,8 @@
 # (τ, same as no speculation) and near_ties.py (where answers part: bf16 near-ties?).
 #   MODES="none stock device trees" MEM=0.15 N=48 bash scripts/gpu/plugin_check.sh
 # DTYPE=float16 (into runs/pc-float16): fewer near-ties than bf16; `compare` names every turn a
-# mode answers otherwise than `none` (near_ties.py, bf16 only, is skipped). No float32: SGLang
+# mode answers otherwise than `none` (near_ties.py runs here for bf16 only; judge a float16 run
+# with `near_ties.py runs/pc-float16 --dtype float32`, the CPU will do). No float32: SGLang
 # 0.5.17's CUDA RMSNorm takes half types only.
 # Everything under runs/pc (or pc-float16), copied to $OUT/ the same; a failed mode shows its error.
 set -uo pipefail

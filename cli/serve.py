@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from turnspec.cli.serve_limits import add_limit_args, limit_config_from_args
@@ -33,6 +34,7 @@ from turnspec.server.tracing import OTLP_PROTOCOLS, TracingConfig, build_tracer_
 API_KEY_ENV = "TURNSPEC_API_KEY"
 FAKE_ENGINE = "fake-fixed-rate"  # engine/fake.py: known answers for load tools
 _DEFAULTS = ServerConfig()  # the voice-safe defaults the flags start from
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,6 +68,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "{\"tools\": [...], \"tool_choice\"?: one or a list, "
                         "\"parallel_tool_calls\"?: bool}; any other tool set is prepared when "
                         "a turn first declares it")
+    p.add_argument("--event-loop", choices=EVENT_LOOPS, default="auto",
+                   help="the server's asyncio loop: uvloop (libuv, as SGLang's own server runs), "
+                   "asyncio (the standard one), or auto: uvloop where installed (SGLang installs "
+                   "it), else asyncio")
     p.add_argument("--drain-seconds", type=float, default=10.0,
                    help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
     t = p.add_argument_group("tracing (off by default)")
@@ -195,15 +201,36 @@ async def _serve(args: argparse.Namespace, engine: Engine, config: ServerConfig)
     return app.exit_code  # 0, or EXIT_ENGINE_FAILED when the engine died under the server
 
 
+def event_loop_factory(choice: str) -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The loop `--event-loop` names, as (its name, a factory for asyncio.Runner). uvloop moves
+    the socket and timer work of every stream (SGLang's output loop included, where it runs in
+    this process) from Python into libuv."""
+    if choice not in EVENT_LOOPS:
+        raise ValueError(f"--event-loop {choice!r}: expected one of {', '.join(EVENT_LOOPS)}")
+    if choice != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise ValueError("--event-loop uvloop: uvloop is not installed; expected "
+                                 "`pip install uvloop`, or --event-loop asyncio") from None
+        else:
+            return "uvloop", uvloop.new_event_loop
+    return "asyncio", asyncio.new_event_loop
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = server_config_from_args(args)  # bad flags fail before the engine loads
         engine = build_engine(args)  # a missing backend fails here, before any port is bound
+        loop_name, new_loop = event_loop_factory(args.event_loop)
     except (ValueError, OSError) as e:  # OSError: an unreadable --record-redact file
         print(f"turnspec serve: error: {e}", file=sys.stderr)
         return 2
+    print(f"turnspec: event loop {loop_name}", flush=True)
     try:
-        return asyncio.run(_serve(args, engine, config))
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            return runner.run(_serve(args, engine, config))
     except KeyboardInterrupt:
         return 130
     except OSError as e:  # port in use, etc.

@@ -9,7 +9,8 @@
 # (DFLASH + --sglang-spec lookup --sglang-spec-plan-at verify: planned on the host), ts-device
 # (the default, planned on the GPU), ts-trees (--sglang-spec trees: verify trees), ts-trees32 (the
 # same with --spec-block-size 32: a 32-node tree a row, the drafter's block of 16 beside more
-# branches), ts-served (trees or plain decode, step by step: --sglang-spec-width served), all `turnspec
+# branches), ts-served (trees or plain decode, step by step: --sglang-spec-width served),
+# ts-trees-asyncio (ts-trees on the standard asyncio loop instead of uvloop), all `turnspec
 # serve --engine sglang`; sg-lookup is `python -m sglang.launch_server` with DFLASH and the
 # plugin armed (TURNSPEC_SGLANG_SPEC=$SG_SPEC: lookup, or trees).
 # `up` also times the plugin's grammar walk against SGLang's on this host (grammar-walk.txt).
@@ -59,7 +60,8 @@ VT=${VOICE_TOOLS:-grammar}        # voice's --tool-mode: none runs the same turn
 declare -A PEER=([verify]=ts-lookup [device]=ts-device [trees]=ts-trees)
 SG_WIDTH=${SG_WIDTH:-fixed}       # sg-lookup's TURNSPEC_SGLANG_WIDTH (served: its peer is ts-served)
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
-                 [ts-trees]=18037 [ts-trees32]=18038 [ts-served]=18039)
+                 [ts-trees]=18037 [ts-trees32]=18038 [ts-served]=18039
+                 [ts-trees-asyncio]=18040)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
@@ -69,6 +71,7 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-device) args=(--speculator "$D" --sglang-spec lookup --sglang-spec-plan-at device) ;;
     ts-trees) args=(--speculator "$D" --sglang-spec trees) ;;
     ts-trees32) args=(--speculator "$D" --sglang-spec trees --spec-block-size 32) ;;
+    ts-trees-asyncio) args=(--speculator "$D" --sglang-spec trees --event-loop asyncio) ;;
     ts-served) args=(--speculator "$D" --sglang-spec trees --sglang-spec-width served) ;;
   esac
   if [ "$name" = sg-lookup ]; then

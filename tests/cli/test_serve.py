@@ -94,6 +94,8 @@ def serve_proc(smollm2_dir):
 async def test_serve_lifecycle(serve_proc):
     proc, out = serve_proc
     seen: list[str] = []
+    loop = "uvloop" if __import__("importlib").util.find_spec("uvloop") else "asyncio"
+    _wait_line(out, rf"turnspec: event loop {loop}$", seen)  # --event-loop auto
     m = _wait_line(out, r"listening on http://127\.0\.0\.1:(\d+) .* gRPC 127\.0\.0\.1:(\d+)",
                    seen)
     port, grpc_port = int(m.group(1)), int(m.group(2))
@@ -217,3 +219,20 @@ def test_serve_refuses_a_bad_tools_preload_file(smollm2_dir, tmp_path, capsys):
     assert code == 2
     assert f"--tools-preload {path}:2: tools: expected an array of tools, got str" \
         in capsys.readouterr().err
+
+
+def test_event_loop_choices(monkeypatch):
+    from turnspec.cli.serve import event_loop_factory
+
+    name, new_loop = event_loop_factory("asyncio")
+    loop = new_loop()
+    try:
+        assert name == "asyncio" and type(loop).__module__.startswith("asyncio")
+    finally:
+        loop.close()
+    with pytest.raises(ValueError, match="expected one of auto, uvloop, asyncio"):
+        event_loop_factory("trio")
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed: import fails
+    assert event_loop_factory("auto")[0] == "asyncio"
+    with pytest.raises(ValueError, match="uvloop is not installed"):
+        event_loop_factory("uvloop")

@@ -20,7 +20,10 @@
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
 # NAME-WORKLOAD-cpu.txt: each server process's CPU over its sweep (proc_cpu.py: which one is busy).
 # Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
-# (20 s a level: cells of 10 s swung 20-30%), MEM (0.3: SGLang's mem_fraction_static a server),
+# (20 s a level: cells of 10 s swung 20-30%), ROUNDS (1: each server's sweep once; N > 1 writes
+# NAME-WORKLOAD-rK.json, servers in reverse order on even rounds, and the table takes each cell's
+# median over the rounds: back-to-back 12 s windows of one server at one stream swung 375-502
+# tok/s on one H100, as much as any two servers differed), MEM (0.3: SGLang's mem_fraction_static a server),
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
 # (grammar, or none: the voice turns without it, as NAME-voice-tools-none.json), UP_S (300: how long `up` waits; it reports
 # each server as it comes up, and the logs of the rest).
@@ -53,6 +56,7 @@ fi
 mkdir -p "$OUT"
 M=$(ts models prepare 2>/dev/null | tail -n 1)
 source scripts/gpu/independent_set.sh  # render_ids, VOICE_TOKENS, GENERIC_TOKENS
+ROUNDS=${ROUNDS:-1}               # each server's sweep this many times, in alternating order
 SG_PLAN_AT=${SG_PLAN_AT:-device}  # sg-lookup's plan point; its peer for the 5% bar plans there too
 SG_SPEC=${SG_SPEC:-lookup}        # sg-lookup's TURNSPEC_SGLANG_SPEC: lookup, or trees
 VT=${VOICE_TOOLS:-grammar}        # voice's --tool-mode: none runs the same turns without the
@@ -112,6 +116,24 @@ pools() {  # every server's pool; one reported short of KV_TOKENS fails the call
   done
   [ -z "$short" ] || { echo "pool short of KV_TOKENS=$KV on:$short (raise MEM or STAGGER)"; return 1; }
 }
+sweep() {  # sweep NAME WORKLOAD SUFFIX: one server's levels, its processes' CPU beside
+  local n=$1 wl=$2 sfx=$3 p=${PORT[$1]} pg t0=$SECONDS
+  pg=$(cat $R/$n.pid)
+  healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
+  $PY scripts/gpu/proc_cpu.py snap "$pg" > $R/cpu0.json
+  case $n:$wl in
+    sg-*:voice) load $n-$vs$sfx http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" \
+                  "$VOICE_TOKENS" ;;
+    sg-*:generic) load $n-generic$sfx http://127.0.0.1:$p/generate $R/generic-ids.jsonl none \
+                    "$GENERIC_TOKENS" ;;
+    *:voice) load $n-$vs$sfx ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
+               "$VT" "$VOICE_TOKENS" --resend-history ;;
+    *:generic) load $n-generic$sfx http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none \
+                 "$GENERIC_TOKENS" ;;
+  esac
+  $PY scripts/gpu/proc_cpu.py diff $R/cpu0.json "$pg" $((SECONDS - t0 + 1)) > $R/$n-$wl$sfx-cpu.txt
+  head -n 4 $R/$n-$wl$sfx-cpu.txt
+}
 pack() { tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null); }
 info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)
   curl -s "http://127.0.0.1:${PORT[sg-lookup]}/server_info" > $R/sg-lookup-info-$1.json || true
@@ -143,22 +165,10 @@ up)
 run)
   wl=${2:?run voice|generic}
   vs=voice; [ "$VT" = grammar ] || vs=voice-tools-$VT  # kept apart from the table's voice cells
-  for n in $SERVERS; do
-    p=${PORT[$n]}; pg=$(cat $R/$n.pid); t0=$SECONDS
-    healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
-    $PY scripts/gpu/proc_cpu.py snap "$pg" > $R/cpu0.json  # its processes' CPU over the sweep
-    case $n:$wl in
-      sg-*:voice) load $n-$vs http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" \
-                    "$VOICE_TOKENS" ;;
-      sg-*:generic) load $n-generic http://127.0.0.1:$p/generate $R/generic-ids.jsonl none \
-                      "$GENERIC_TOKENS" ;;
-      *:voice) load $n-$vs ws://127.0.0.1:$p/v1/responses speculator/eval/voice.jsonl \
-                 "$VT" "$VOICE_TOKENS" --resend-history ;;
-      *:generic) load $n-generic http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none \
-                   "$GENERIC_TOKENS" ;;
-    esac
-    $PY scripts/gpu/proc_cpu.py diff $R/cpu0.json "$pg" $((SECONDS - t0 + 1)) > $R/$n-$wl-cpu.txt
-    head -n 3 $R/$n-$wl-cpu.txt
+  for r in $(seq "$ROUNDS"); do  # even rounds play the servers in reverse order
+    order=$SERVERS; [ $((r % 2)) = 0 ] && order=$(printf '%s\n' $SERVERS | tac)
+    sfx=; [ "$ROUNDS" -gt 1 ] && sfx=-r$r
+    for n in $order; do sweep "$n" "$wl" "$sfx"; done
   done
   [ -n "$DRY" ] || { info "$wl"; pools || echo "(these cells ran on a short pool)"; }
   if [ "$wl" = generic ]; then

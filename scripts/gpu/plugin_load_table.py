@@ -10,7 +10,9 @@ SGLang's own server, with the issue's bars:
 
     python scripts/gpu/plugin_load_table.py RUN_DIR [--json OUT.json]
 
-RUN_DIR holds NAME-WORKLOAD.json for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
+RUN_DIR holds NAME-WORKLOAD.json (one round) or NAME-WORKLOAD-rK.json (`ROUNDS=N plugin_load.sh`:
+each cell is then the median over the rounds, its tok/s range shown as ±half of it in percent of
+the median) for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
 the host: --sglang-spec-plan-at verify), ts-device (planning on the GPU, the default: the plugin
 the bars judge where it ran; ts-lookup is then judged by the same tok/s bar as `verify`),
 ts-trees (verify trees, --sglang-spec trees), ts-served (trees or plain decode step by step,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +51,36 @@ def pooled_tau(run: dict[str, Any]) -> float | None:
     return sum(k for k, _ in tokens) / steps if steps else None
 
 
-def cell(run: dict[str, Any] | None) -> dict[str, Any] | None:
-    if run is None:
-        return None
+def one(run: dict[str, Any]) -> dict[str, Any]:
     m = run["metrics"]
     return {"tok_s": run["throughput"]["output_tokens_per_s"],
             "ttft_p50": (m.get("ttft_ms") or {}).get("p50"),
             "tau": pooled_tau(run), "errors": run["requests"]["errors"]}
+
+
+def cell(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A server's figures at one level: the median of each over its rounds (None: no round)."""
+    if not runs:
+        return None
+    per = [one(r) for r in runs]
+
+    def med(key: str) -> float | None:
+        vals = [p[key] for p in per if p[key] is not None]
+        return statistics.median(vals) if vals else None
+
+    toks = [p["tok_s"] for p in per]
+    return {"tok_s": med("tok_s"), "ttft_p50": med("ttft_p50"), "tau": med("tau"),
+            "errors": sum(p["errors"] for p in per), "rounds": len(per),
+            "tok_s_range": [min(toks), max(toks)]}
+
+
+def rounds_of(folder: Path, name: str, workload: str) -> list[dict[int, dict[str, Any]]]:
+    """Each round's levels: NAME-WORKLOAD-rK.json where the sweep ran in rounds, else the one
+    NAME-WORKLOAD.json ([] for neither)."""
+    paths = sorted(folder.glob(f"{name}-{workload}-r[0-9]*.json"))
+    if not paths and (single := folder / f"{name}-{workload}.json").exists():
+        paths = [single]
+    return [levels(json.loads(p.read_text())) for p in paths]
 
 
 def floor(workload: str, c: int, stock: float | None, none: float | None) -> float | None:
@@ -93,12 +119,19 @@ def bars(workload: str, c: int, got: dict[str, dict | None],
 def table(folder: Path, own_peer: str = "ts-device") -> list[dict[str, Any]]:
     rows = []
     for wl in WORKLOADS:
-        runs = {n: levels(json.loads(p.read_text())) for n in NAMES
-                if (p := folder / f"{n}-{wl}.json").exists()}
-        for c in sorted({c for lv in runs.values() for c in lv}):
-            got = {n: cell(runs.get(n, {}).get(c)) for n in NAMES}
+        runs = {n: rounds_of(folder, n, wl) for n in NAMES}
+        for c in sorted({c for rounds in runs.values() for lv in rounds for c in lv}):
+            got = {n: cell([lv[c] for lv in runs[n] if c in lv]) for n in NAMES}
             rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got, own_peer)})
     return rows
+
+
+def spread(x: dict | None) -> str:
+    """±half the rounds' tok/s range, in percent of their median ('' for one round)."""
+    if not x or x.get("rounds", 1) < 2:
+        return "    "
+    lo, hi = x["tok_s_range"]
+    return f"±{50 * (hi - lo) / x['tok_s']:2.0f}%" if x["tok_s"] else "    "
 
 
 def show(rows: list[dict[str, Any]]) -> None:
@@ -106,10 +139,10 @@ def show(rows: list[dict[str, Any]]) -> None:
         return format(x[key], f) if x and x.get(key) is not None else "-"
 
     print(f"{'workload':8} {'c':>3} | " + " | ".join(f"{n:>21}" for n in NAMES) + " | bars")
-    print(f"{'':12} | " + " | ".join(f"{'tok/s ttft50 tau':>21}" for _ in NAMES) + " |")
+    print(f"{'':12} | " + " | ".join(f"{'tok/s ±% ttft50 tau':>21}" for _ in NAMES) + " |")
     for r in rows:
-        cells = [f"{fmt(r[n], 'tok_s', '7.0f')} {fmt(r[n], 'ttft_p50', '6.1f')} "
-                 f"{fmt(r[n], 'tau', '5.2f')}" for n in NAMES]
+        cells = [f"{fmt(r[n], 'tok_s', '5.0f')}{spread(r[n])} {fmt(r[n], 'ttft_p50', '5.1f')} "
+                 f"{fmt(r[n], 'tau', '4.2f')}" for n in NAMES]
         marks = " ".join(f"{k}:{'-' if v is None else 'ok' if v else 'MISS'}"
                          for k, v in r["bars"].items())
         print(f"{r['workload']:8} {r['concurrency']:>3} | " + " | ".join(f"{c:>21}" for c in cells)

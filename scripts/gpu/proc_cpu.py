@@ -5,8 +5,10 @@ runs: SGLang's scheduler and detokenizer, and the process that holds its tokeniz
     python3 scripts/gpu/proc_cpu.py snap PGID > BEFORE.json      # {pid: [title, cpu s]}
     python3 scripts/gpu/proc_cpu.py diff BEFORE.json PGID WALL_S  # the table since BEFORE
 
-`diff` prints each process's CPU seconds since the snapshot and that as a share of one core over
-WALL_S (a process near 100% is the one the others wait on). Linux /proc only.
+`diff` prints the host's line first (how busy all its cores were, and the share of time the
+hypervisor gave to other guests, "steal", which slows a host-bound step without any process
+here using more CPU), then each process's CPU seconds since the snapshot and that as a share of
+one core over WALL_S (a process near 100% is the one the others wait on). Linux /proc only.
 """
 
 from __future__ import annotations
@@ -28,9 +30,27 @@ def title(pid: str) -> str:
     return " ".join(Path(words[0]).name.split() + words[1:3]) if words else pid
 
 
+HOST = "host"  # snap's key for /proc/stat's all-cores line (a pid is all digits)
+
+
+def host_ticks() -> list[int]:
+    """/proc/stat's `cpu` line: user nice system idle iowait irq softirq steal (ticks)."""
+    first = Path("/proc/stat").read_text().splitlines()[0].split()
+    return [int(v) for v in first[1:9]]
+
+
+def host_line(before: list[int], after: list[int]) -> str:
+    d = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(d) or 1
+    busy = total - d[3] - d[4] - d[7]  # not idle, not waiting on I/O, not stolen
+    return (f"host: {100 * busy / total:5.1f}% busy, {100 * d[7] / total:4.1f}% steal "
+            f"over {os.cpu_count()} cores")
+
+
 def snap(pgid: int) -> dict[str, list]:
-    """pid -> [title, user + system CPU seconds] for every live process in the group."""
-    out = {}
+    """pid -> [title, user + system CPU seconds] for every live process in the group, and
+    HOST -> the host's ticks."""
+    out: dict[str, list] = {HOST: host_ticks()}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -45,10 +65,12 @@ def snap(pgid: int) -> dict[str, list]:
 
 
 def diff(before: dict[str, list], after: dict[str, list], wall_s: float) -> list[str]:
+    procs = {pid: v for pid, v in after.items() if pid != HOST}
     rows = sorted(((cpu - before.get(pid, [None, 0.0])[1], name, pid)
-                   for pid, (name, cpu) in after.items()), reverse=True)
-    return [f"{used:8.2f} s  {100 * used / wall_s:5.1f}% of a core  {name} (pid {pid})"
-            for used, name, pid in rows if used > 0.005]
+                   for pid, (name, cpu) in procs.items()), reverse=True)
+    host = [host_line(before[HOST], after[HOST])] if HOST in before and HOST in after else []
+    return host + [f"{used:8.2f} s  {100 * used / wall_s:5.1f}% of a core  {name} (pid {pid})"
+                   for used, name, pid in rows if used > 0.005]
 
 
 def main(argv: list[str]) -> int:

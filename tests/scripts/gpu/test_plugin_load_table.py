@@ -61,3 +61,22 @@ def test_missing_peers_leave_bars_open_and_judging_falls_back(tmp_path: Path, ca
     assert "c32:-" in capsys.readouterr().out
     assert plugin_load_table.floor("voice", 4, 500.0, 400.0) is None
     assert plugin_load_table.floor("voice", 32, 500.0, 400.0) == pytest.approx(485.0)
+
+
+def test_rounds_are_judged_on_their_median(tmp_path: Path, capsys) -> None:
+    def rounds(name: str, cells: list[tuple]) -> None:
+        for k, cell in enumerate(cells, 1):
+            run = _run(1, *cell)
+            (tmp_path / f"{name}-voice-r{k}.json").write_text(json.dumps({**run, "runs": [run]}))
+
+    rounds("ts-stock", [(400, 40.0), (500, 41.0), (300, 39.0)])  # median 400
+    # trees: one slow window (375) and one fast (700) around a median of 600 = 1.5 x 400
+    rounds("ts-trees", [(375, 40.0), (600, 40.5), (700, 42.0)])
+    rounds("sg-lookup", [(610, 39.0), (500, 39.0), (640, 39.0)])  # median 610: within 5%
+    _write(tmp_path, "ts-trees", "voice", {1: (10, 99.0)})  # a one-round file is left aside
+    row = plugin_load_table.table(tmp_path, "ts-trees")[0]
+    assert row["ts-trees"] == {"tok_s": 600, "ttft_p50": 40.5, "tau": None, "errors": 0,
+                               "rounds": 3, "tok_s_range": [375, 700]}
+    assert row["bars"] == {"c1": True, "ttft": True, "own_server": True}
+    plugin_load_table.show([row])
+    assert "600±27%" in capsys.readouterr().out  # (700 - 375) / 2 of 600

@@ -28,15 +28,24 @@ def test_the_busy_member_of_a_group_is_named_first() -> None:
     try:
         time.sleep(0.3)
         before = proc_cpu.snap(child.pid)
-        assert len(before) == 2 and all("python" in name for name, _ in before.values())
+        members = {pid: v for pid, v in before.items() if pid != proc_cpu.HOST}
+        assert len(members) == 2 and all("python" in name for name, _ in members.values())
         time.sleep(1.0)
         rows = proc_cpu.diff(before, proc_cpu.snap(child.pid), 1.0)
-        assert rows and f"(pid {child.pid})" in rows[0]  # the parent spins; its child sleeps
-        assert len(rows) == 1  # the sleeping child used no CPU
+        assert rows[0].startswith("host: ")  # the host's line first
+        assert f"(pid {child.pid})" in rows[1]  # the parent spins; its child sleeps
+        assert len(rows) == 2  # the sleeping child used no CPU
         assert proc_cpu.snap(os.getpgrp()) and str(child.pid) not in proc_cpu.snap(os.getpgrp())
     finally:
         os.killpg(child.pid, 9)
         child.wait()
+
+
+def test_the_host_line_splits_busy_idle_and_steal() -> None:
+    # user nice system idle iowait irq softirq steal: 60 busy, 30 idle, 10 stolen of 100
+    line = proc_cpu.host_line([0] * 8, [40, 0, 20, 25, 5, 0, 0, 10])
+    assert line.startswith("host:  60.0% busy, 10.0% steal over ")
+    assert len(proc_cpu.host_ticks()) == 8
 
 
 def test_usage_is_an_error_with_the_doc(capsys: pytest.CaptureFixture[str]) -> None:

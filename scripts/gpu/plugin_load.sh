@@ -23,7 +23,8 @@
 # (20 s a level: cells of 10 s swung 20-30%), ROUNDS (1: each server's sweep once; N > 1 writes
 # NAME-WORKLOAD-rK.json, servers in reverse order on even rounds, and the table takes each cell's
 # median over the rounds: back-to-back 12 s windows of one server at one stream swung 375-502
-# tok/s on one H100, as much as any two servers differed), MEM (0.3: SGLang's mem_fraction_static a server),
+# tok/s on one H100, as much as any two servers differed; ROUND=K runs round K alone, so the
+# rounds of a long sweep can go one call each), MEM (0.3: SGLang's mem_fraction_static a server),
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
 # (grammar, or none: the voice turns without it, as NAME-voice-tools-none.json), UP_S (300: how long `up` waits; it reports
 # each server as it comes up, and the logs of the rest).
@@ -165,13 +166,16 @@ up)
 run)
   wl=${2:?run voice|generic}
   vs=voice; [ "$VT" = grammar ] || vs=voice-tools-$VT  # kept apart from the table's voice cells
-  for r in $(seq "$ROUNDS"); do  # even rounds play the servers in reverse order
+  first=${ROUND:-1}; last=${ROUND:-$ROUNDS}  # ROUND=K: that round alone (one call a round)
+  [ "$first" -ge 1 ] && [ "$last" -le "$ROUNDS" ] ||
+    { echo "ROUND=${ROUND:-}: expected 1..ROUNDS (ROUNDS=$ROUNDS)"; exit 2; }
+  for r in $(seq "$first" "$last"); do  # even rounds play the servers in reverse order
     order=$SERVERS; [ $((r % 2)) = 0 ] && order=$(printf '%s\n' $SERVERS | tac)
     sfx=; [ "$ROUNDS" -gt 1 ] && sfx=-r$r
     for n in $order; do sweep "$n" "$wl" "$sfx"; done
   done
   [ -n "$DRY" ] || { info "$wl"; pools || echo "(these cells ran on a short pool)"; }
-  if [ "$wl" = generic ]; then
+  if [ "$wl" = generic ] && [ "$last" = "$ROUNDS" ]; then
     down
     peer=${PEER[$SG_PLAN_AT]}; [ "$SG_SPEC" = trees ] && peer=ts-trees
     [ "$SG_WIDTH" = served ] && peer=ts-served

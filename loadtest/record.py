@@ -10,6 +10,15 @@ from typing import Any
 from turnspec.tools_grammar.sentence import SentenceWatch
 
 
+def verify_step_ms(block: dict[str, Any]) -> float | None:
+    """The server's decode time a verify step, from a completion block (`timing` and `spec`,
+    turnspec's or `generate_client.sglang_block`'s): its decode span over its verify steps, what
+    one speculative step costs as served. None without both."""
+    spec, decode = block.get("spec") or {}, (block.get("timing") or {}).get("decode_ms")
+    steps = int(spec.get("verify_steps") or 0)
+    return float(decode) / steps if steps and decode is not None else None
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """What one request (one conversation turn) saw from the client side, plus the server's
@@ -121,11 +130,7 @@ class RequestRecord:
 
     @property
     def step_ms(self) -> float | None:
-        """The server's decode time a verify step (its decode span over its verify steps): what
-        one speculative step costs as served. None without both."""
-        spec, decode = self.turnspec.get("spec") or {}, self.timing.get("decode_ms")
-        steps = int(spec.get("verify_steps") or 0)
-        return float(decode) / steps if steps and decode is not None else None
+        return verify_step_ms(self.turnspec)
 
     @property
     def spec_counts(self) -> tuple[int, int] | None:

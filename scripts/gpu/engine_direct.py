@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from turnspec.loadtest.generate_client import GenerateClient, sampling_params, sglang_block
+from turnspec.loadtest.record import verify_step_ms
 
 
 def turns_of(path: Path, limit: int) -> list[tuple[list[int], str | None]]:
@@ -65,8 +66,8 @@ def turn_row(e2e_ms: float, gaps_ms: list[float], tokens: int,
         row["prefill_ms"], row["decode_ms"] = timing["prefill_ms"], timing["decode_ms"]
     if spec:  # SGLang counts the decode's verify steps (the prefill's token is apart)
         row["tau"] = spec["tau"]
-        if timing:
-            row["step_ms"] = timing["decode_ms"] / spec["verify_steps"]
+    if (step := verify_step_ms(block)) is not None:
+        row["step_ms"] = step
     return row
 
 

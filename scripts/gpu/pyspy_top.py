@@ -29,12 +29,11 @@ def parse(path: Path) -> dict[str, collections.Counter[tuple[str, ...]]]:
             continue
         frames = stack.split(";")  # a command line may hold ';' too: find the thread frame
         at = max((i for i, f in enumerate(frames) if f.startswith("thread (")), default=-1)
-        head = ";".join(frames[:at + 1])
-        procs = re.findall(r'process (\d+):"([^"]*)"', head)
-        if not procs:
+        procs = re.findall(r'process (\d+):"([^"]*)"', ";".join(frames[:at + 1]))
+        if not procs:  # no thread frame (recorded without --threads) or no process frame
             continue
         pid, cmd = procs[-1]
-        label = f"{pid} {' '.join(cmd.split()[:4])[:70]} {frames[at] if at >= 0 else ''}"
+        label = f"{pid} {' '.join(cmd.split()[:4])[:70]} {frames[at]}"
         code = []
         for f in frames[at + 1:]:
             m = _FRAME.match(f)

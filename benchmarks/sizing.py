@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {
         "model_path": str(target_dir), "load_format": "dummy", "skip_tokenizer_init": True,
         "dtype": "bfloat16", "attention_backend": "triton", "sampling_backend": "pytorch",
-        "mem_fraction_static": 0.85, "context_length": args.prompt_tokens + args.decode_tokens + 64 + args.block,
+        "mem_fraction_static": args.mem_fraction, "context_length": args.prompt_tokens + args.decode_tokens + 64 + args.block,
         "cuda_graph_max_bs_decode": max(args.concurrency), "log_level": "error"}
     draft = None
     if args.plugin != "off":
@@ -198,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--drafter-layers", type=int, default=5)
     p.add_argument("--plugin", choices=("off", "lookup", "trees"), default="off",
                    help="turnspec's speculator inside DFLASH (needs --block >= 2)")
+    p.add_argument("--mem-fraction", type=float, default=0.85,
+                   help="SGLang's mem_fraction_static: weights and KV pool; the rest holds the "
+                        "CUDA graphs, which grow with the block (256 nodes at 32 streams on an "
+                        "80 GB H100 ran out of memory at 0.85)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bandwidth", action="store_true",
@@ -208,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.block == 1 or args.block < 0:
         raise SystemExit(f"--block: expected 0 (no speculation) or >= 2, got {args.block}")
+    if not 0.0 < args.mem_fraction < 1.0:
+        raise SystemExit(f"--mem-fraction: expected a fraction in (0, 1), got {args.mem_fraction}")
     if args.plugin != "off" and args.block < 2:
         raise SystemExit(f"--plugin {args.plugin}: rides on DFLASH; expected --block >= 2")
     if args.merge:

@@ -8,13 +8,15 @@
 # then, here: turnspec simulate --measured docs/gpu-runs/<date>-sizing/sizing.json
 # Issue 53's verify-cost table by width (B the tokens a row verifies), and the plugin's trees
 # where they plan (B <= 32); a block's engine takes minutes, so a few blocks a call:
-#   BLOCKS="0 16 32" bash scripts/gpu/sizing.sh, then BLOCKS="64 128", then "256"
+#   BLOCKS="0 16 32" bash scripts/gpu/sizing.sh, then BLOCKS="64 128", then MEM=0.7 BLOCKS="256"
+# (MEM: SGLang's mem_fraction_static, default 0.85; the graphs of 256 nodes at 32 streams did not
+# fit beside a pool of 0.85 on an 80 GB H100)
 #   PLUGIN=trees BLOCKS="16 32" bash scripts/gpu/sizing.sh   # into runs/sizing-trees
 # then, here: python scripts/analysis/width_projection.py --measured .../sizing.json
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 PLUGIN=${PLUGIN:-off}; R=runs/sizing; [ "$PLUGIN" = off ] || R=runs/sizing-$PLUGIN; mkdir -p $R
-size() { python3 -m turnspec.benchmarks.sizing --out $R "$@" 2>&1 | grep -v "^\[" | tail -n 20
+size() { python3 -m turnspec.benchmarks.sizing --out $R --mem-fraction "${MEM:-0.85}" "$@" 2>&1 | grep -v "^\[" | tail -n 20
          cp $R/sizing*.json "$OUT"/ 2>/dev/null; }
 [ -f $R/sizing-meta.json ] || size --bandwidth
 for b in ${BLOCKS:-0 16 8 4}; do

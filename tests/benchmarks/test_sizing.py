@@ -49,6 +49,9 @@ def test_bad_block_and_empty_folder_are_refused(tmp_path: Path) -> None:
         sizing.merge(tmp_path)
     with pytest.raises(SystemExit, match="rides on DFLASH"):
         sizing.main(["--out", str(tmp_path), "--block", "0", "--plugin", "trees"])
+    for bad in ("0", "1.0", "-0.5"):
+        with pytest.raises(SystemExit, match=r"--mem-fraction: expected a fraction in \(0, 1\)"):
+            sizing.main(["--out", str(tmp_path), "--block", "256", "--mem-fraction", bad])
 
 
 def test_merge_refuses_blocks_of_different_plugin_modes(tmp_path: Path) -> None:

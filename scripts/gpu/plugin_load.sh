@@ -27,7 +27,9 @@
 # rounds of a long sweep can go one call each), MEM (0.3: SGLang's mem_fraction_static a server),
 # KV_TOKENS (100000: every server's KV pool, in tokens; see below), SERVERS, VOICE_TOOLS
 # (grammar, or none: the voice turns without it, as NAME-voice-tools-none.json), UP_S (300: how long `up` waits; it reports
-# each server as it comes up, and the logs of the rest).
+# each server as it comes up, and the logs of the rest), TS_ARGS / SG_ARGS (more arguments for every
+# `turnspec serve` / for SGLang's own server, e.g. TS_ARGS="--sglang-arg log_level=info": then `run`
+# counts each server's prefill batches with and without SGLang's prefill CUDA graph in its log).
 # Idle servers sleep (SGLang's sleep_on_idle, on every server): by default an idle scheduler spins
 # a core at 100% in its housekeeping loop, two or more of them beside the one being measured.
 # Pools: SGLang sizes a server's KV pool as the memory free when it profiles less a share of what
@@ -79,16 +81,17 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-trees-asyncio) args=(--speculator "$D" --sglang-spec trees --event-loop asyncio) ;;
     ts-served) args=(--speculator "$D" --sglang-spec trees --sglang-spec-width served) ;;
   esac
+  read -r -a more <<< "${TS_ARGS:-}"; read -r -a sg_more <<< "${SG_ARGS:-}"
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT TURNSPEC_SGLANG_WIDTH=$SG_WIDTH setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
       --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
       --dtype bfloat16 --mem-fraction-static "${MEM:-0.3}" --cuda-graph-max-bs-decode 32 \
       --max-total-tokens "$KV" --sleep-on-idle \
-      --enable-metrics --host 127.0.0.1 --port "$port" > $R/$name.log 2>&1 < /dev/null &
+      --enable-metrics --host 127.0.0.1 --port "$port" "${sg_more[@]}" > $R/$name.log 2>&1 < /dev/null &
   else
     setsid nohup "$PY" -m turnspec.cli.main serve "${ENG[@]}" --model "$M" "${args[@]}" \
-      --port "$port" --grpc-port -1 > $R/$name.log 2>&1 < /dev/null &
+      --port "$port" --grpc-port -1 "${more[@]}" > $R/$name.log 2>&1 < /dev/null &
   fi
   echo $! > $R/$name.pid
 }
@@ -175,6 +178,10 @@ run)
     for n in $order; do sweep "$n" "$wl" "$sfx"; done
   done
   [ -n "$DRY" ] || { info "$wl"; pools || echo "(these cells ran on a short pool)"; }
+  for n in $SERVERS; do  # SGLang logs its prefill batches at log_level info (its server's default)
+    t=$(grep -c 'Prefill batch.*cuda graph: True' $R/$n.log); f=$(grep -c 'Prefill batch.*cuda graph: False' $R/$n.log)
+    if [ $((t + f)) -gt 0 ]; then echo "$n prefill batches (log so far): $t with SGLang's prefill CUDA graph, $f without"; fi
+  done
   if [ "$wl" = generic ] && [ "$last" = "$ROUNDS" ]; then
     down
     peer=${PEER[$SG_PLAN_AT]}; [ "$SG_SPEC" = trees ] && peer=ts-trees

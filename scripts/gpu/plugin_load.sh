@@ -66,6 +66,7 @@ VT=${VOICE_TOOLS:-grammar}        # voice's --tool-mode: none runs the same turn
                                   # grammar (is τ as served below the batch check's for it?)
 declare -A PEER=([verify]=ts-lookup [device]=ts-device [trees]=ts-trees)
 SG_WIDTH=${SG_WIDTH:-fixed}       # sg-lookup's TURNSPEC_SGLANG_WIDTH (served: its peer is ts-served)
+read -r -a more <<< "${TS_ARGS:-}"; read -r -a sg_more <<< "${SG_ARGS:-}"  # extra server flags
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
                  [ts-trees]=18037 [ts-trees32]=18038 [ts-served]=18039
                  [ts-trees-asyncio]=18040)
@@ -81,7 +82,6 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-trees-asyncio) args=(--speculator "$D" --sglang-spec trees --event-loop asyncio) ;;
     ts-served) args=(--speculator "$D" --sglang-spec trees --sglang-spec-width served) ;;
   esac
-  read -r -a more <<< "${TS_ARGS:-}"; read -r -a sg_more <<< "${SG_ARGS:-}"
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT TURNSPEC_SGLANG_WIDTH=$SG_WIDTH setsid nohup python3 -m sglang.launch_server --model-path "$M" \
       --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \

@@ -5,6 +5,7 @@ drain (in-flight stream finishes, new requests refused, clean exit)."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import queue
 import re
@@ -94,7 +95,7 @@ def serve_proc(smollm2_dir):
 async def test_serve_lifecycle(serve_proc):
     proc, out = serve_proc
     seen: list[str] = []
-    loop = "uvloop" if __import__("importlib").util.find_spec("uvloop") else "asyncio"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
     _wait_line(out, rf"turnspec: event loop {loop}$", seen)  # --event-loop auto
     m = _wait_line(out, r"listening on http://127\.0\.0\.1:(\d+) .* gRPC 127\.0\.0\.1:(\d+)",
                    seen)

@@ -18,7 +18,8 @@
 # scripted history resent (the same prompt ids on every server), tools with the grammar; generic
 # prompts over HTTP. SGLang's own server gets the ids turnspec renders on its /generate (the same
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
-# NAME-WORKLOAD-cpu.txt: each server process's CPU over its sweep (proc_cpu.py: which one is busy).
+# NAME-WORKLOAD-cpu.txt: each server process's CPU over its sweep (proc_cpu.py: which one is busy),
+# and the host's pace beside it (a fixed loop's µs, each second: a slow host shows there).
 # Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
 # (20 s a level: cells of 10 s swung 20-30%), ROUNDS (1: each server's sweep once; N > 1 writes
 # NAME-WORKLOAD-rK.json, servers in reverse order on even rounds, and the table takes each cell's
@@ -125,6 +126,7 @@ sweep() {  # sweep NAME WORKLOAD SUFFIX: one server's levels, its processes' CPU
   pg=$(cat $R/$n.pid)
   healthy "$p" || { echo "$n is not up: no ratio without it"; tail -n 20 $R/$n.log; exit 1; }
   $PY scripts/gpu/proc_cpu.py snap "$pg" > $R/cpu0.json
+  $PY scripts/gpu/proc_cpu.py pace > $R/pace.txt & local pace=$!  # the host's pace beside
   case $n:$wl in
     sg-*:voice) load $n-$vs$sfx http://127.0.0.1:$p/generate $R/voice-ids.jsonl "$VT" \
                   "$VOICE_TOKENS" ;;
@@ -135,8 +137,10 @@ sweep() {  # sweep NAME WORKLOAD SUFFIX: one server's levels, its processes' CPU
     *:generic) load $n-generic$sfx http://127.0.0.1:$p/v1 speculator/eval/generic.jsonl none \
                  "$GENERIC_TOKENS" ;;
   esac
-  $PY scripts/gpu/proc_cpu.py diff $R/cpu0.json "$pg" $((SECONDS - t0 + 1)) > $R/$n-$wl$sfx-cpu.txt
-  head -n 4 $R/$n-$wl$sfx-cpu.txt
+  kill "$pace"; wait "$pace"
+  { $PY scripts/gpu/proc_cpu.py diff $R/cpu0.json "$pg" $((SECONDS - t0 + 1)); cat $R/pace.txt; } \
+    > $R/$n-$wl$sfx-cpu.txt
+  head -n 4 $R/$n-$wl$sfx-cpu.txt; grep '^host pace:' $R/$n-$wl$sfx-cpu.txt
 }
 pack() { tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null); }
 info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)

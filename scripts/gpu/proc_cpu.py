@@ -4,18 +4,28 @@ runs: SGLang's scheduler and detokenizer, and the process that holds its tokeniz
 
     python3 scripts/gpu/proc_cpu.py snap PGID > BEFORE.json      # {pid: [title, cpu s]}
     python3 scripts/gpu/proc_cpu.py diff BEFORE.json PGID WALL_S  # the table since BEFORE
+    python3 scripts/gpu/proc_cpu.py pace > PACE.txt &   # until SIGTERM: the host's pace
 
 `diff` prints the host's line first (how busy all its cores were, and the share of time the
 hypervisor gave to other guests, "steal", which slows a host-bound step without any process
 here using more CPU), then each process's CPU seconds since the snapshot and that as a share of
 one core over WALL_S (a process near 100% is the one the others wait on). Linux /proc only.
+
+`pace` times one fixed piece of pure-Python work ten times a second until it is stopped, then
+prints its median and p90 in µs and each second's median: a host whose cores run slower for a
+while (a lower clock while other guests load the socket, which steal does not show) makes a
+launch-bound step slower by as much, and this line slower with it. It runs on whichever core is
+idle, so a slowdown confined to one core (a busy SMT sibling) does not show here.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import statistics
 import sys
+import time
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -73,9 +83,51 @@ def diff(before: dict[str, list], after: dict[str, list], wall_s: float) -> list
                    for used, name, pid in rows if used > 0.005]
 
 
+PACE_WORK = 20_000  # additions a sample: ~0.5 ms of one core in CPython
+
+
+def pace_sample() -> float:
+    """µs one fixed pure-Python loop takes on this core now."""
+    t0 = time.perf_counter_ns()
+    x = 0
+    for i in range(PACE_WORK):
+        x += i
+    return (time.perf_counter_ns() - t0) / 1000
+
+
+def pace_lines(samples: list[tuple[float, float]]) -> list[str]:
+    """(seconds since start, µs) samples -> the summary line and each second's median."""
+    if not samples:
+        return ["host pace: no samples"]
+    us = sorted(v for _, v in samples)
+    p90 = us[min(len(us) - 1, int(0.9 * len(us)))]
+    by_second: dict[int, list[float]] = {}
+    for t, v in samples:
+        by_second.setdefault(int(t), []).append(v)
+    seconds = " ".join(f"{statistics.median(v):.0f}" for _, v in sorted(by_second.items()))
+    return [f"host pace: {statistics.median(us):.0f} us median, {p90:.0f} p90 over {len(us)} "
+            f"samples of {PACE_WORK} additions", f"host pace by second: {seconds}"]
+
+
+def pace(period_s: float = 0.1) -> list[str]:
+    """Sample until SIGTERM or SIGINT; the lines to print."""
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.append(1))
+    samples: list[tuple[float, float]] = []
+    start = time.monotonic()
+    while not stop:
+        samples.append((time.monotonic() - start, pace_sample()))
+        time.sleep(period_s)
+    return pace_lines(samples)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "snap":
         print(json.dumps(snap(int(argv[1]))))
+        return 0
+    if argv == ["pace"]:
+        print("\n".join(pace()), flush=True)
         return 0
     if len(argv) == 4 and argv[0] == "diff":
         before = json.loads(Path(argv[1]).read_text())

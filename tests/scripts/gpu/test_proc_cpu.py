@@ -51,3 +51,25 @@ def test_the_host_line_splits_busy_idle_and_steal() -> None:
 def test_usage_is_an_error_with_the_doc(capsys: pytest.CaptureFixture[str]) -> None:
     assert proc_cpu.main(["what"]) == 2
     assert "proc_cpu.py snap PGID" in capsys.readouterr().err
+
+
+def test_pace_summarises_its_samples_and_each_second() -> None:
+    lines = proc_cpu.pace_lines([(0.0, 500.0), (0.5, 700.0), (1.2, 900.0), (1.4, 1100.0),
+                                 (2.1, 400.0)])
+    assert lines[0].startswith("host pace: 700 us median, 1100 p90 over 5 samples")
+    assert lines[1] == "host pace by second: 600 1000 400"
+    assert proc_cpu.pace_lines([]) == ["host pace: no samples"]
+    assert proc_cpu.pace_sample() > 0
+
+
+def test_pace_runs_until_it_is_stopped_and_prints_on_sigterm() -> None:
+    probe = subprocess.Popen([sys.executable, str(ROOT / "scripts/gpu/proc_cpu.py"), "pace"],
+                             stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert probe.poll() is None  # still sampling
+    probe.terminate()
+    out, _ = probe.communicate(timeout=10)
+    assert probe.returncode == 0
+    summary, by_second = out.splitlines()
+    n = int(summary.split(" over ")[1].split()[0])
+    assert n >= 5 and by_second.startswith("host pace by second: ")

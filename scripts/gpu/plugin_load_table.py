@@ -12,7 +12,9 @@ SGLang's own server, with the issue's bars:
 
 RUN_DIR holds NAME-WORKLOAD.json (one round) or NAME-WORKLOAD-rK.json (`ROUNDS=N plugin_load.sh`:
 each cell is then the median over the rounds, its tok/s range shown as ±half of it in percent of
-the median) for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
+the median, and each bar is also judged paired: the median over the rounds of that round's own
+ratio, plugin over the bar's floor and SGLang's own server over its peer, so a round or a whole
+session on a slower host moves both sides of a ratio alike) for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
 the host: --sglang-spec-plan-at verify), ts-device (planning on the GPU, the default: the plugin
 the bars judge where it ran; ts-lookup is then judged by the same tok/s bar as `verify`),
 ts-trees (verify trees, --sglang-spec trees), ts-served (trees or plain decode step by step,
@@ -74,13 +76,20 @@ def cell(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
             "tok_s_range": [min(toks), max(toks)]}
 
 
-def rounds_of(folder: Path, name: str, workload: str) -> list[dict[int, dict[str, Any]]]:
-    """Each round's levels: NAME-WORKLOAD-rK.json where the sweep ran in rounds, else the one
-    NAME-WORKLOAD.json ([] for neither)."""
-    paths = sorted(folder.glob(f"{name}-{workload}-r[0-9]*.json"))
+def by_round(folder: Path, name: str, workload: str) -> dict[int, dict[int, dict[str, Any]]]:
+    """Round K -> its levels: NAME-WORKLOAD-rK.json where the sweep ran in rounds, else the one
+    NAME-WORKLOAD.json as round 0 ({} for neither)."""
+    prefix = f"{name}-{workload}-r"
+    paths = {int(p.stem[len(prefix):]): p for p in folder.glob(f"{prefix}[0-9]*.json")
+             if p.stem[len(prefix):].isdigit()}
     if not paths and (single := folder / f"{name}-{workload}.json").exists():
-        paths = [single]
-    return [levels(json.loads(p.read_text())) for p in paths]
+        paths = {0: single}
+    return {k: levels(json.loads(paths[k].read_text())) for k in sorted(paths)}
+
+
+def rounds_of(folder: Path, name: str, workload: str) -> list[dict[int, dict[str, Any]]]:
+    """Each round's levels, in round order ([] for none)."""
+    return list(by_round(folder, name, workload).values())
 
 
 def floor(workload: str, c: int, stock: float | None, none: float | None) -> float | None:
@@ -93,6 +102,36 @@ def floor(workload: str, c: int, stock: float | None, none: float | None) -> flo
     return (C1_BAR[workload] if c == 1 else C8_BAR) * stock
 
 
+def judged_name(got: dict[str, Any]) -> str:
+    """The plugin server the tok/s bars judge: the served width where it ran, else the trees,
+    else the device plan, else the host plan."""
+    return next((n for n in ("ts-served", "ts-trees", "ts-device") if got.get(n)), "ts-lookup")
+
+
+def paired(workload: str, c: int, at: dict[str, dict[int, float]],
+           own_peer: str) -> dict[str, Any] | None:
+    """The bars as medians of per-round ratios (`at`: name -> round -> tok/s at level c): the
+    judged plugin's tok/s over the floor its round's stock and none set (>= 1 meets it), and
+    SGLang's own server over `own_peer` in the same round (within 1 ± OWN_SERVER meets it).
+    None with fewer than two rounds that have both sides."""
+    judged = judged_name(at)
+    need = {k: floor(workload, c, v, at.get("ts-none", {}).get(k))
+            for k, v in at.get("ts-stock", {}).items()}
+    bar = [at[judged][k] / f for k, f in need.items() if f and k in at.get(judged, {})]
+    peer, own = at.get(own_peer, {}), at.get("sg-lookup", {})
+    ratio = [own[k] / peer[k] for k in own if peer.get(k)]
+    if len(bar) < 2 and len(ratio) < 2:
+        return None
+    out: dict[str, Any] = {"rounds": max(len(bar), len(ratio))}
+    if len(bar) >= 2:
+        out[f"c{c}_of_floor"] = statistics.median(bar)
+        out[f"c{c}"] = out[f"c{c}_of_floor"] >= 1.0
+    if len(ratio) >= 2:
+        out["own_server_ratio"] = statistics.median(ratio)
+        out["own_server"] = abs(out["own_server_ratio"] - 1.0) <= OWN_SERVER
+    return out
+
+
 def bars(workload: str, c: int, got: dict[str, dict | None],
          own_peer: str = "ts-device") -> dict[str, bool | None]:
     """Each bar this row is judged by: True / False, None where a side is missing. SGLang's own
@@ -100,7 +139,7 @@ def bars(workload: str, c: int, got: dict[str, dict | None],
     def tok(name: str) -> float | None:
         return got[name]["tok_s"] if got.get(name) else None
 
-    judged = next((n for n in ("ts-served", "ts-trees", "ts-device") if got.get(n)), "ts-lookup")
+    judged = judged_name(got)
     plug, stock, none, own = tok(judged), tok("ts-stock"), tok("ts-none"), tok("sg-lookup")
     need = floor(workload, c, stock, none)
     out: dict[str, bool | None] = {}
@@ -119,10 +158,13 @@ def bars(workload: str, c: int, got: dict[str, dict | None],
 def table(folder: Path, own_peer: str = "ts-device") -> list[dict[str, Any]]:
     rows = []
     for wl in WORKLOADS:
-        runs = {n: rounds_of(folder, n, wl) for n in NAMES}
-        for c in sorted({c for rounds in runs.values() for lv in rounds for c in lv}):
-            got = {n: cell([lv[c] for lv in runs[n] if c in lv]) for n in NAMES}
-            rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got, own_peer)})
+        runs = {n: by_round(folder, n, wl) for n in NAMES}
+        for c in sorted({c for rounds in runs.values() for lv in rounds.values() for c in lv}):
+            got = {n: cell([lv[c] for lv in runs[n].values() if c in lv]) for n in NAMES}
+            at = {n: {k: one(lv[c])["tok_s"] for k, lv in runs[n].items() if c in lv}
+                  for n in NAMES}
+            rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got, own_peer),
+                         "paired": paired(wl, c, {n: v for n, v in at.items() if v}, own_peer)})
     return rows
 
 
@@ -146,7 +188,20 @@ def show(rows: list[dict[str, Any]]) -> None:
         marks = " ".join(f"{k}:{'-' if v is None else 'ok' if v else 'MISS'}"
                          for k, v in r["bars"].items())
         print(f"{r['workload']:8} {r['concurrency']:>3} | " + " | ".join(f"{c:>21}" for c in cells)
-              + f" | {marks}")
+              + f" | {marks}{paired_marks(r.get('paired'), r['concurrency'])}")
+
+
+def paired_marks(p: dict[str, Any] | None, c: int) -> str:
+    """' | paired over N rounds: c1 0.87x the floor MISS, own +2% ok' ('' without pairs)."""
+    if not p:
+        return ""
+    verdict = {True: "ok", False: "MISS"}
+    marks = []
+    if f"c{c}" in p:
+        marks.append(f"c{c} {p[f'c{c}_of_floor']:.2f}x the floor {verdict[p[f'c{c}']]}")
+    if "own_server" in p:
+        marks.append(f"own {100 * (p['own_server_ratio'] - 1):+.0f}% {verdict[p['own_server']]}")
+    return f" | paired over {p['rounds']} rounds: " + ", ".join(marks)
 
 
 def main() -> None:

@@ -80,3 +80,32 @@ def test_rounds_are_judged_on_their_median(tmp_path: Path, capsys) -> None:
     assert row["bars"] == {"c1": True, "ttft": True, "own_server": True}
     plugin_load_table.show([row])
     assert "600±27%" in capsys.readouterr().out  # (700 - 375) / 2 of 600
+
+
+def test_paired_bars_take_each_rounds_own_ratio(tmp_path: Path, capsys) -> None:
+    def rounds(name: str, cells: list[tuple]) -> None:
+        for k, cell in enumerate(cells, 1):
+            run = _run(1, *cell)
+            (tmp_path / f"{name}-voice-r{k}.json").write_text(json.dumps({**run, "runs": [run]}))
+
+    # rounds 1-2 on a fast host, 3-4 on one ~40% slower: every round has trees at 1.5x stock or
+    # more, but the medians of the cells mix the hosts (trees 590 against stock 400: 1.475x)
+    rounds("ts-stock", [(500, 40.0), (500, 40.0), (300, 40.0), (300, 40.0)])
+    rounds("ts-trees", [(760, 40.0), (700, 40.0), (480, 40.0), (450, 40.0)])
+    rounds("sg-lookup", [(790, 40.0), (735, 40.0), (500, 40.0), (470, 40.0)])  # +4, +5, +4, +4%
+    row = plugin_load_table.table(tmp_path, "ts-trees")[0]
+    assert row["bars"]["c1"] is False  # 590 < 1.5 x 400
+    p = row["paired"]
+    assert p["rounds"] == 4 and p["c1"] is True
+    assert p["c1_of_floor"] == pytest.approx(1.0067, abs=1e-3)  # of 1.013, 0.933, 1.067, 1.0
+    assert p["own_server"] is True and p["own_server_ratio"] == pytest.approx(1.043, abs=1e-3)
+    plugin_load_table.show([row])
+    assert "paired over 4 rounds: c1 1.01x the floor ok, own +4% ok" in capsys.readouterr().out
+    # a lone round pairs nothing; a round one side lacks is left out of the pairs
+    (tmp_path / "sg-lookup-voice-r4.json").unlink()
+    assert plugin_load_table.table(tmp_path, "ts-trees")[0]["paired"]["own_server_ratio"] == \
+        pytest.approx(1.0417, abs=1e-3)  # median of 1.039, 1.05, 1.042
+    for k in (2, 3, 4):
+        for name in ("ts-stock", "ts-trees", "sg-lookup"):
+            (tmp_path / f"{name}-voice-r{k}.json").unlink(missing_ok=True)
+    assert plugin_load_table.table(tmp_path, "ts-trees")[0]["paired"] is None

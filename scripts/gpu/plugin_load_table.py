@@ -13,14 +13,14 @@ SGLang's own server, with the issue's bars:
 RUN_DIR holds NAME-WORKLOAD.json (one round) or NAME-WORKLOAD-rK.json (`ROUNDS=N plugin_load.sh`:
 each cell is then the median over the rounds, its tok/s range shown as ±half of it in percent of
 the median, and each bar is also judged paired: the median over the rounds of that round's own
-ratio, plugin over the bar's floor and SGLang's own server over its peer, so a round or a whole
-session on a slower host moves both sides of a ratio alike) for NAME in ts-none, ts-stock, ts-lookup (the plugin planning on
-the host: --sglang-spec-plan-at verify), ts-device (planning on the GPU, the default: the plugin
-the bars judge where it ran; ts-lookup is then judged by the same tok/s bar as `verify`),
-ts-trees (verify trees, --sglang-spec trees), ts-served (trees or plain decode step by step,
---sglang-spec-width served: judged first where it ran, then ts-trees), ts-trees32 (trees of 32
-nodes: shown, not judged), sg-lookup and WORKLOAD
-in voice, generic; a missing file leaves its cells empty.
+ratio, plugin over the bar's floor and SGLang's own server over its peer, so a round, or a whole
+session, on a slower host moves both sides of a ratio alike) for NAME in ts-none, ts-stock,
+ts-lookup (the plugin planning on the host: --sglang-spec-plan-at verify), ts-device (planning on
+the GPU, the default: the plugin the bars judge where it ran; ts-lookup is then judged by the
+same tok/s bar as `verify`), ts-trees (verify trees, --sglang-spec trees), ts-served (trees or
+plain decode step by step, --sglang-spec-width served: judged first where it ran, then ts-trees),
+ts-trees32 (trees of 32 nodes: shown, not judged), sg-lookup and WORKLOAD in voice, generic; a
+missing file leaves its cells empty.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ here using more CPU), then each process's CPU seconds since the snapshot and tha
 one core over WALL_S (a process near 100% is the one the others wait on). Linux /proc only.
 
 `pace` times one fixed piece of pure-Python work ten times a second until it is stopped, then
-prints its median and p90 in µs and each second's median: a host whose cores run slower for a
-while (a lower clock while other guests load the socket, which steal does not show) makes a
-launch-bound step slower by as much, and this line slower with it. It runs on whichever core is
-idle, so a slowdown confined to one core (a busy SMT sibling) does not show here.
+prints its median and p90 in µs and each second's median: where a window is slow because the
+host's cores ran slower (a lower clock while other guests load the socket, which steal does not
+show), its pace is slower too; a slow window at an even pace points elsewhere. It runs on
+whichever core is idle, so a slowdown confined to one core (a busy SMT sibling) does not show.
 """
 
 from __future__ import annotations

@@ -60,11 +60,11 @@ def one(run: dict[str, Any]) -> dict[str, Any]:
             "tau": pooled_tau(run), "errors": run["requests"]["errors"]}
 
 
-def cell(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """A server's figures at one level: the median of each over its rounds (None: no round)."""
-    if not runs:
+def cell(per: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A server's figures at one level (`per`: each round's `one`): the median of each over its
+    rounds (None: no round)."""
+    if not per:
         return None
-    per = [one(r) for r in runs]
 
     def med(key: str) -> float | None:
         vals = [p[key] for p in per if p[key] is not None]
@@ -87,11 +87,6 @@ def by_round(folder: Path, name: str, workload: str) -> dict[int, dict[int, dict
     return {k: levels(json.loads(paths[k].read_text())) for k in sorted(paths)}
 
 
-def rounds_of(folder: Path, name: str, workload: str) -> list[dict[int, dict[str, Any]]]:
-    """Each round's levels, in round order ([] for none)."""
-    return list(by_round(folder, name, workload).values())
-
-
 def floor(workload: str, c: int, stock: float | None, none: float | None) -> float | None:
     """The tok/s a plugin server must reach at concurrency `c` (None: no bar at `c`, or a peer
     missing): 1.5x / 1.2x stock at 1, 1.2x at 8, 0.97x the better of stock and none at 32."""
@@ -100,6 +95,11 @@ def floor(workload: str, c: int, stock: float | None, none: float | None) -> flo
     if c == 32:
         return C32_FLOOR * max(stock, none)
     return (C1_BAR[workload] if c == 1 else C8_BAR) * stock
+
+
+def within_own(own: float, peer: float) -> bool:
+    """SGLang's own server's tok/s within OWN_SERVER of its turnspec peer's."""
+    return abs(own - peer) <= OWN_SERVER * peer
 
 
 def judged_name(got: dict[str, Any]) -> str:
@@ -128,7 +128,7 @@ def paired(workload: str, c: int, at: dict[str, dict[int, float]],
         out[f"c{c}"] = out[f"c{c}_of_floor"] >= 1.0
     if len(ratio) >= 2:
         out["own_server_ratio"] = statistics.median(ratio)
-        out["own_server"] = abs(out["own_server_ratio"] - 1.0) <= OWN_SERVER
+        out["own_server"] = within_own(out["own_server_ratio"], 1.0)
     return out
 
 
@@ -148,7 +148,7 @@ def bars(workload: str, c: int, got: dict[str, dict | None],
     ttft = [(got[n] or {}).get("ttft_p50") for n in (judged, "ts-stock")]
     out["ttft"] = None if None in ttft else ttft[0] - ttft[1] <= TTFT_MS
     peer = tok(own_peer)
-    out["own_server"] = None if None in (peer, own) else abs(own - peer) <= OWN_SERVER * peer
+    out["own_server"] = None if None in (peer, own) else within_own(own, peer)
     verify = tok("ts-lookup")
     if judged != "ts-lookup" and verify is not None and stock is not None:
         out["verify"] = None if need is None else verify >= need
@@ -160,11 +160,11 @@ def table(folder: Path, own_peer: str = "ts-device") -> list[dict[str, Any]]:
     for wl in WORKLOADS:
         runs = {n: by_round(folder, n, wl) for n in NAMES}
         for c in sorted({c for rounds in runs.values() for lv in rounds.values() for c in lv}):
-            got = {n: cell([lv[c] for lv in runs[n].values() if c in lv]) for n in NAMES}
-            at = {n: {k: one(lv[c])["tok_s"] for k, lv in runs[n].items() if c in lv}
-                  for n in NAMES}
+            per = {n: {k: one(lv[c]) for k, lv in runs[n].items() if c in lv} for n in NAMES}
+            got = {n: cell(list(per[n].values())) for n in NAMES}
+            at = {n: {k: p["tok_s"] for k, p in per[n].items()} for n in NAMES if per[n]}
             rows.append({"workload": wl, "concurrency": c, **got, "bars": bars(wl, c, got, own_peer),
-                         "paired": paired(wl, c, {n: v for n, v in at.items() if v}, own_peer)})
+                         "paired": paired(wl, c, at, own_peer)})
     return rows
 
 

@@ -8,7 +8,7 @@ SGLang's own server, with the issue's bars:
     better of stock and none; TTFT p50 within +1 ms of stock; SGLang's own server with the
     plugin within 5% of turnspec's tok/s.
 
-    python scripts/gpu/plugin_load_table.py RUN_DIR [--json OUT.json]
+    python scripts/gpu/plugin_load_table.py RUN_DIR [RUN_DIR ...] [--json OUT.json]
 
 RUN_DIR holds NAME-WORKLOAD.json (one round) or NAME-WORKLOAD-rK.json (`ROUNDS=N plugin_load.sh`:
 each cell is then the median over the rounds, its tok/s range shown as ±half of it in percent of
@@ -20,7 +20,9 @@ the GPU, the default: the plugin the bars judge where it ran; ts-lookup is then 
 same tok/s bar as `verify`), ts-trees (verify trees, --sglang-spec trees), ts-served (trees or
 plain decode step by step, --sglang-spec-width served: judged first where it ran, then ts-trees),
 ts-trees32 (trees of 32 nodes: shown, not judged), sg-lookup and WORKLOAD in voice, generic; a
-missing file leaves its cells empty.
+missing file leaves its cells empty. Several RUN_DIRs (sessions, hosts) pool their rounds: each
+folder's round K pairs only with the same folder's round K (files as `tar xzf` of each session's
+plugin-load.tgz leaves them, no renaming).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "ts-trees", "ts-trees3
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05
+ROUND_STRIDE = 1000  # round numbers a folder may use before the next folder's begin
 
 
 def pooled_tau(run: dict[str, Any]) -> float | None:
@@ -76,7 +80,21 @@ def cell(per: list[dict[str, Any]]) -> dict[str, Any] | None:
             "tok_s_range": [min(toks), max(toks)]}
 
 
-def by_round(folder: Path, name: str, workload: str) -> dict[int, dict[int, dict[str, Any]]]:
+def by_round(folders: Sequence[Path], name: str, workload: str
+             ) -> dict[int, dict[int, dict[str, Any]]]:
+    """Round -> its levels over `folders`: folder i's round K as i * ROUND_STRIDE + K, so that a
+    round pairs only with the same sweep's rounds of the other servers (rounds_in)."""
+    out = {}
+    for i, folder in enumerate(folders):
+        for k, lv in rounds_in(folder, name, workload).items():
+            if k >= ROUND_STRIDE:
+                raise ValueError(f"{folder}: round {k} of {name}-{workload}; expected rounds "
+                                 f"below {ROUND_STRIDE} a folder")
+            out[i * ROUND_STRIDE + k] = lv
+    return out
+
+
+def rounds_in(folder: Path, name: str, workload: str) -> dict[int, dict[int, dict[str, Any]]]:
     """Round K -> its levels: NAME-WORKLOAD-rK.json where the sweep ran in rounds, else the one
     NAME-WORKLOAD.json as round 0 ({} for neither)."""
     prefix = f"{name}-{workload}-r"
@@ -155,10 +173,12 @@ def bars(workload: str, c: int, got: dict[str, dict | None],
     return out
 
 
-def table(folder: Path, own_peer: str = "ts-device") -> list[dict[str, Any]]:
+def table(folders: Path | Sequence[Path], own_peer: str = "ts-device") -> list[dict[str, Any]]:
+    """The rows of the table over one run folder, or several pooled (by_round)."""
+    folders = [folders] if isinstance(folders, Path) else list(folders)
     rows = []
     for wl in WORKLOADS:
-        runs = {n: by_round(folder, n, wl) for n in NAMES}
+        runs = {n: by_round(folders, n, wl) for n in NAMES}
         for c in sorted({c for rounds in runs.values() for lv in rounds.values() for c in lv}):
             per = {n: {k: one(lv[c]) for k, lv in runs[n].items() if c in lv} for n in NAMES}
             got = {n: cell(list(per[n].values())) for n in NAMES}
@@ -206,12 +226,12 @@ def paired_marks(p: dict[str, Any] | None, c: int) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("folder", type=Path)
+    p.add_argument("folders", type=Path, nargs="+", metavar="RUN_DIR")
     p.add_argument("--json", type=Path)
     p.add_argument("--own-peer", choices=NAMES[2:7], default="ts-device",
                    help="the turnspec server SGLang's own is held to (the same plan point)")
     args = p.parse_args()
-    rows = table(args.folder, args.own_peer)
+    rows = table(args.folders, args.own_peer)
     show(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -109,3 +109,26 @@ def test_paired_bars_take_each_rounds_own_ratio(tmp_path: Path, capsys) -> None:
         for name in ("ts-stock", "ts-trees", "sg-lookup"):
             (tmp_path / f"{name}-voice-r{k}.json").unlink(missing_ok=True)
     assert plugin_load_table.table(tmp_path, "ts-trees")[0]["paired"] is None
+
+
+def test_folders_pool_their_rounds_pairing_only_within_each(tmp_path: Path, capsys) -> None:
+    # two sessions, each with its own rounds 1-2 as plugin_load.sh names them: a round pairs
+    # with its own folder's round, never with the other folder's round of the same number
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, cells in ((a, {"ts-trees": (600, 700), "sg-lookup": (624, 728)}),  # +4%, +4%
+                          (b, {"ts-trees": (300, 350), "sg-lookup": (297, 346.5)})):  # -1%, -1%
+        folder.mkdir()
+        for name, toks in cells.items():
+            for k, tok in enumerate(toks, 1):
+                run = _run(1, tok, 40.0)
+                (folder / f"{name}-voice-r{k}.json").write_text(json.dumps({**run, "runs": [run]}))
+    (b / "sg-lookup-voice-r2.json").unlink()  # b's round 2 has no peer: not a pair
+    row = plugin_load_table.table([a, b], "ts-trees")[0]
+    assert row["ts-trees"]["rounds"] == 4 and row["paired"]["rounds"] == 3
+    assert row["paired"]["own_server_ratio"] == pytest.approx(1.04)  # median of 1.04, 1.04, 0.99
+    sys.argv = ["plugin_load_table.py", str(a), str(b), "--own-peer", "ts-trees"]
+    plugin_load_table.main()
+    assert "paired over 3 rounds: own +4% ok" in capsys.readouterr().out
+    (a / "ts-trees-voice-r1000.json").write_text((a / "ts-trees-voice-r1.json").read_text())
+    with pytest.raises(ValueError, match="round 1000 of ts-trees-voice"):
+        plugin_load_table.table([a, b], "ts-trees")

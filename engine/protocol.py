@@ -115,6 +115,10 @@ class Timing:
     decode_ms: float = 0.0  # first token -> finished
     first_token_ms: float = 0.0  # accepted -> first token available (engine-side TTFT)
     engine_host_ms: float = 0.0  # engine step time not spent in model forward passes
+    # SGLang only (None elsewhere): the request's way in, from the engine's call to SGLang's
+    # scheduler queue, and the first token's way back, from SGLang's prefill mark to the engine
+    engine_in_ms: float | None = None
+    first_back_ms: float | None = None
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the prefix cache (not prefilled)
     prefill_tokens: int = 0  # prompt tokens actually run through the model

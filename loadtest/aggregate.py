@@ -33,8 +33,11 @@ from turnspec.loadtest.stats import (
 
 SCHEMA = 1
 MAX_GAP_SAMPLES = 50_000  # pooled ITL gaps kept for the CDF plot (evenly thinned beyond)
+# SGLang's way in and its first token's way back, reported alike by turnspec's SGLang engine
+# and (from SGLang's own stamps) by SGLang's /generate: the like-for-like part of the hand-off
+ENGINE_SPANS = ("engine_in_ms", "first_back_ms")
 OPTIONAL = ("ttfs_ms", "tool_call_ms", "cancel_to_stop_ms", "uplink_ms", "downlink_ms",
-            *(f"server_host_{k}" for k in HOST_PARTS))
+            *(f"server_host_{k}" for k in HOST_PARTS), *(f"server_{k}" for k in ENGINE_SPANS))
 OWN_WORK_CPU = 0.4  # --burn-loop-ms 50 shows ~0.55; a run starved by a local server ~0.01-0.05
 BAND = 0.025  # the breakdown row at p averages the turns within +-2.5% of ranks around p
 
@@ -69,6 +72,7 @@ def metrics(records: Sequence[RequestRecord], loopback: bool) -> dict[str, dict[
         "server_decode_ms": summarize(p["decode_ms"] for p in parts),
         "server_host_overhead_ms": summarize(p["host_overhead_ms"] for p in parts),
         **{f"server_host_{k}": summarize(h[k] for h in hosts) for k in HOST_PARTS},
+        **{f"server_{k}": summarize(r.timing.get(k) for r in full) for k in ENGINE_SPANS},
         "tau": summarize(r.tau for r in full),
         "server_step_ms": summarize(r.step_ms for r in full),
         "residual_ms": summarize(x["residual_ms"] for x in rows),

@@ -182,7 +182,14 @@ def sglang_block(meta: dict[str, Any], completion_tokens: int) -> dict[str, Any]
             "decode_ms": round(max((finished - prefilled) * 1000.0, 0.0), 3),
             "prompt_tokens": int(meta.get("prompt_tokens") or 0),
             "cached_tokens": int(meta.get("cached_tokens") or 0),
-            "completion_tokens": completion_tokens}
+            "completion_tokens": completion_tokens,
+            # the same two spans turnspec's engine reports: its API process's receipt to the
+            # scheduler queue (all of this server's host overhead), and the first token's way
+            # back from the prefill mark to its API process's first yield
+            "engine_in_ms": round((entry - float(meta.get("queue_time") or 0.0) - received)
+                                  * 1000.0, 3),
+            "first_back_ms": (round((meta["response_sent_to_client_ts"] - prefilled) * 1000.0, 3)
+                              if meta.get("response_sent_to_client_ts") else None)}
     steps = int(meta.get("spec_verify_ct") or 0)
     if steps:
         block["spec"] = {"verify_steps": steps, "committed_tokens": completion_tokens,

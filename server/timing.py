@@ -81,6 +81,9 @@ def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
         "engine_queue_ms": round(engine.queue_ms, 3),
         "engine_host_ms": round(engine.engine_host_ms, 3),
         "first_token_ms": round(engine.first_token_ms, 3),
+        # SGLang: the way in to its scheduler queue and the first token's way back (else None)
+        "engine_in_ms": _round(engine.engine_in_ms),
+        "first_back_ms": _round(engine.first_back_ms),
         "received_unix_ms": round(engine.received_unix_ms, 3),
         "prompt_tokens": engine.prompt_tokens,
         "cached_tokens": engine.cached_tokens,
@@ -88,6 +91,10 @@ def timing_block(clock: TurnClock, engine: Timing) -> dict[str, Any]:
         "completion_tokens": engine.completion_tokens,
     }
     return block
+
+
+def _round(ms: float | None) -> float | None:
+    return None if ms is None else round(ms, 3)
 
 
 def stamp(block: dict[str, Any], clock: TurnClock, now: float) -> None:

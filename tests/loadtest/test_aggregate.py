@@ -114,3 +114,14 @@ def test_pooled_tau_weighs_turns_by_their_tokens():
     none = build_result(RunResult(records=[plain], wall_s=1.0), url="http://h/v1",
                         transport="http", loopback=False, workload="voice", load={}, args={})
     assert none["throughput"]["tau"] is None
+
+
+def test_sglangs_two_spans_are_reported_where_a_server_sent_them():
+    from turnspec.loadtest.report import ROWS
+
+    with_spans = rec(e2e=100, timing={**timed(100, 0, 60), "engine_in_ms": 3.0,
+                                      "first_back_ms": None})
+    m = metrics([with_spans, rec(e2e=100, timing=timed(100, 0, 60))], loopback=False)
+    assert m["server_engine_in_ms"]["n"] == 1 and m["server_engine_in_ms"]["p50"] == 3.0
+    assert "server_first_back_ms" not in m  # no server sent it: no row
+    assert {"server_engine_in_ms", "server_first_back_ms"} <= {k for k, _ in ROWS}

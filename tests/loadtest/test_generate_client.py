@@ -14,7 +14,7 @@ from tests.loadtest.sglang_recorder import GenerateRecorder
 from turnspec.engine.protocol import Delta, GenerateRequest, SamplingParams, Timing
 from turnspec.engine.sglang import sampling_params as engine_params
 from turnspec.engine.sglang_meta import final_delta
-from turnspec.loadtest.generate_client import GenerateClient, sampling_params
+from turnspec.loadtest.generate_client import GenerateClient, sampling_params, sglang_block
 from turnspec.loadtest.stats import server_parts
 from turnspec.tools_grammar.formats import get_format
 from turnspec.tools_grammar.parser import ToolCallStreamParser
@@ -113,6 +113,11 @@ def test_sglang_metrics_become_the_timing_block(recorder):
     assert server_parts(rec)["host_overhead_ms"] == pytest.approx(65.1 - 0.5 - 23.0 - 40.0)
     assert rec.tau == 2.0 and rec.spec_counts == (2, 1)
     assert rec.step_ms == pytest.approx(40.0)  # decode over the one verify step
+    # the way in (receipt to the scheduler queue: all of this server's host overhead) and,
+    # without SGLang's first-yield stamp, no way back
+    assert t["engine_in_ms"] == pytest.approx(1.6) and t["first_back_ms"] is None
+    back = sglang_block({**META, "response_sent_to_client_ts": 1000.0263}, 2)["timing"]
+    assert back["first_back_ms"] == pytest.approx(1.2)
     ours = Timing()  # turnspec's SGLang engine reads the same meta_info the same way
     final_delta(Delta("r", [7], "."), {**recorder_meta(rec), "finish_reason": {"type": "stop"}},
                 ours, 0.0, None, 0.0)

@@ -20,7 +20,8 @@ as the load test sends it to SGLang's `/generate` (loadtest/generate_client.samp
 in sequence, so the radix cache reuses each prefix as a served conversation does.
 Printed: per turn p50 and mean of E2E, the gap between chunks, prefill and decode from
 SGLang's own clocks (read as the load test reads them, loadtest/generate_client.sglang_block),
-and decode per verify step; gaps between content chunks, as the load test counts them.
+and decode per verify step, SGLang's way in and the first token's way back (engine_in_ms,
+first_back_ms); gaps between content chunks, as the load test counts them.
 `--profile-dir` also takes a torch profile of the scheduler's next steps (as profile_step.sh takes
 SGLang's own server's), which inflates those turns: time a run without it.
 """
@@ -64,6 +65,10 @@ def turn_row(e2e_ms: float, gaps_ms: list[float], tokens: int,
     row: dict[str, Any] = {"e2e_ms": e2e_ms, "gaps_ms": gaps_ms, "tokens": float(tokens)}
     if timing:
         row["prefill_ms"], row["decode_ms"] = timing["prefill_ms"], timing["decode_ms"]
+        # SGLang's way in (its API receipt to the scheduler queue) and the first token's way
+        # back (the prefill mark to its API process's first yield), where it stamped them
+        row.update({k: timing[k] for k in ("engine_in_ms", "first_back_ms")
+                    if timing.get(k) is not None})
     if spec:  # SGLang counts the decode's verify steps (the prefill's token is apart)
         row["tau"] = spec["tau"]
     if (step := verify_step_ms(block)) is not None:
@@ -74,7 +79,8 @@ def turn_row(e2e_ms: float, gaps_ms: list[float], tokens: int,
 def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """p50 and mean of each figure over the turns (chunk gaps pooled)."""
     out = {}
-    for key in ("e2e_ms", "prefill_ms", "decode_ms", "step_ms", "tau", "tokens", "gaps_ms"):
+    for key in ("e2e_ms", "prefill_ms", "decode_ms", "step_ms", "tau", "tokens", "gaps_ms",
+                "engine_in_ms", "first_back_ms"):
         vals = [v for r in rows if key in r for v in (r[key] if key == "gaps_ms" else [r[key]])]
         if vals:
             out[key] = {"n": len(vals), "p50": statistics.median(vals),

@@ -47,15 +47,18 @@ def test_no_turns_is_an_error(tmp_path: Path) -> None:
 
 def test_a_turn_row_reads_sglang_clocks() -> None:
     meta = {"request_received_ts": 99.999, "forward_entry_time": 100.0,
-            "prefill_finished_time": 100.02, "request_finished_ts": 100.07, "spec_verify_ct": 11}
+            "prefill_finished_time": 100.02, "request_finished_ts": 100.07, "spec_verify_ct": 11,
+            "response_sent_to_client_ts": 100.023}
     row = engine_direct.turn_row(45.0, [5.0, 10.0], 50, sglang_block(meta, 50))
     assert row["e2e_ms"] == pytest.approx(45.0) and row["gaps_ms"] == pytest.approx([5.0, 10.0])
     assert row["prefill_ms"] == pytest.approx(20.0) and row["decode_ms"] == pytest.approx(50.0)
     assert row["step_ms"] == pytest.approx(50 / 11) and row["tau"] == pytest.approx(50 / 11)
+    assert row["engine_in_ms"] == pytest.approx(1.0) and row["first_back_ms"] == pytest.approx(3.0)
     bare = engine_direct.turn_row(10.0, [], 1, sglang_block({}, 1))  # metrics off
     assert set(bare) == {"e2e_ms", "tokens", "gaps_ms"}
     s = engine_direct.summary([row, bare])
     assert s["e2e_ms"]["n"] == 2 and s["prefill_ms"]["n"] == 1 and s["gaps_ms"]["n"] == 2
+    assert s["first_back_ms"]["p50"] == pytest.approx(3.0)
     assert s["gaps_ms"]["p50"] == pytest.approx(7.5)
 
 

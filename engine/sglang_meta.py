@@ -32,7 +32,7 @@ def final_delta(delta: Delta, meta: dict[str, Any], timing: Timing, t0: float,
     timing.first_token_ms = (first - t0) * 1000.0
     if entry and prefilled and timing.received_unix_ms:  # the hand-off's two halves
         called = timing.received_unix_ms / 1000.0  # t0 on SGLang's wall clock
-        timing.engine_in_ms = (entry - float(meta.get("queue_time") or 0.0) - called) * 1000.0
+        timing.engine_in_ms = (entry - called) * 1000.0 - queue  # to the scheduler queue
         timing.first_back_ms = (called + (first - t0) - prefilled) * 1000.0
     timing.cached_tokens = int(meta.get("cached_tokens") or 0)
     timing.prefill_tokens = max(timing.prompt_tokens - timing.cached_tokens, 0)

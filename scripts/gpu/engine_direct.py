@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from turnspec.loadtest.aggregate import ENGINE_SPANS
 from turnspec.loadtest.generate_client import GenerateClient, sampling_params, sglang_block
 from turnspec.loadtest.record import verify_step_ms
 
@@ -67,8 +68,7 @@ def turn_row(e2e_ms: float, gaps_ms: list[float], tokens: int,
         row["prefill_ms"], row["decode_ms"] = timing["prefill_ms"], timing["decode_ms"]
         # SGLang's way in (its API receipt to the scheduler queue) and the first token's way
         # back (the prefill mark to its API process's first yield), where it stamped them
-        row.update({k: timing[k] for k in ("engine_in_ms", "first_back_ms")
-                    if timing.get(k) is not None})
+        row.update({k: timing[k] for k in ENGINE_SPANS if timing.get(k) is not None})
     if spec:  # SGLang counts the decode's verify steps (the prefill's token is apart)
         row["tau"] = spec["tau"]
     if (step := verify_step_ms(block)) is not None:
@@ -80,7 +80,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """p50 and mean of each figure over the turns (chunk gaps pooled)."""
     out = {}
     for key in ("e2e_ms", "prefill_ms", "decode_ms", "step_ms", "tau", "tokens", "gaps_ms",
-                "engine_in_ms", "first_back_ms"):
+                *ENGINE_SPANS):
         vals = [v for r in rows if key in r for v in (r[key] if key == "gaps_ms" else [r[key]])]
         if vals:
             out[key] = {"n": len(vals), "p50": statistics.median(vals),

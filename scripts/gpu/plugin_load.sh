@@ -20,7 +20,7 @@
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
 # NAME-WORKLOAD-cpu.txt: each server process's CPU over its sweep (proc_cpu.py: which one is busy),
 # and the host's pace beside it (a fixed loop's µs, each second: a slow host shows there).
-# Knobs: SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
+# Knobs: DETAILS (1: each sweep's per-turn CSV too, NAME-details.csv), SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
 # (20 s a level: cells of 10 s swung 20-30%), ROUNDS (1: each server's sweep once; N > 1 writes
 # NAME-WORKLOAD-rK.json, servers in reverse order on even rounds, and the table takes each cell's
 # median over the rounds: back-to-back 12 s windows of one server at one stream swung 375-502
@@ -49,6 +49,8 @@ if [ -d /tmp/sgsite ]; then
   ENG=(--engine sglang --sglang-mem-fraction "${MEM:-0.3}" --sglang-arg cuda_graph_max_bs_decode=32
        --sglang-arg "max_total_tokens=$KV" --sglang-arg sleep_on_idle=true)
   SERVERS=${SERVERS:-ts-none ts-stock ts-lookup ts-device sg-lookup}
+elif nvidia-smi -L > /dev/null 2>&1; then  # a GPU without the carried SGLang: no dry run here
+  echo "no /tmp/sgsite on this GPU machine: run bash scripts/gpu/sglang.sh unpack first" >&2; exit 2
 else
   ts() { .venv/bin/turnspec "$@"; }
   HEALTH_PY=.venv/bin/python; source scripts/gpu/health.sh
@@ -102,7 +104,7 @@ load() {  # load NAME URL FILE MODE MAXTOK [ARGS...]
   local name=$1 url=$2 file=$3 mode=$4 maxtok=$5; shift 5
   ts loadtest --url "$url" --workload "$file" --tool-mode "$mode" --sweep "$LEVELS" \
     --duration "$DUR" --warmup 2 --grace 10 --no-progress --history '' --max-tokens "$maxtok" \
-    --out $R/$name.json "$@" > $R/$name.txt 2>&1
+    --out $R/$name.json ${DETAILS:+--details $R/$name-details.csv} "$@" > $R/$name.txt 2>&1
   echo "== $name after ${SECONDS}s"; grep -E '^(turns:|TTFT )' $R/$name.txt
 }
 pool() {  # pool NAME: its KV pool in tokens as the server reports it (0: not reported yet)
@@ -142,7 +144,7 @@ sweep() {  # sweep NAME WORKLOAD SUFFIX: one server's levels, its processes' CPU
     > $R/$n-$wl$sfx-cpu.txt
   head -n 4 $R/$n-$wl$sfx-cpu.txt; grep '^host pace:' $R/$n-$wl$sfx-cpu.txt
 }
-pack() { tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log 2>/dev/null); }
+pack() { tar czf "$OUT/plugin-load.tgz" -C $R $(cd $R && ls *.json *.txt *.log *.csv 2>/dev/null); }
 info() {  # the plugin's counters from SGLang's own server info (sg-lookup only)
   curl -s "http://127.0.0.1:${PORT[sg-lookup]}/server_info" > $R/sg-lookup-info-$1.json || true
 }

@@ -35,6 +35,15 @@ restore)
   git status --short "$DRAFTER"
   ;;
 unpack)                                           # on the device, after the last piece came
+  # every piece up to the last one here (a refused call leaves a gap; tar catches a short tail)
+  have=$(ls -d .gpu-carry/g[0-9] 2>/dev/null | sed 's/.*g//' | sort -n | tr '\n' ' ' || true)
+  names=$(for k in $have; do printf 'g%s ' "$k"; done)
+  last=${have%% }; last=${last##* }; missing=
+  for k in $(seq 1 "${last:-0}"); do [ -f ".gpu-carry/g$k/x_$((k - 1))" ] || missing+=" g$k"; done
+  if [ -z "$last" ] || [ -n "$missing" ]; then
+    echo "pieces missing on this machine:${missing:- all} (here: ${names:-none}); expected" \
+         "g1..gN, each carried by its own call before unpack" >&2; exit 1
+  fi
   rm -rf /tmp/sgcarry && mkdir -p /tmp/sgcarry
   cat .gpu-carry/g*/x_* | tar xf - -C /tmp/sgcarry
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/sgsite \

@@ -11,7 +11,6 @@ answer with a clean error frame; otherwise it returns a `Turn` to stream.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -20,55 +19,24 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Span
 
 from turnspec.engine.loop_guard import LoopGuard
-from turnspec.engine.protocol import EngineError, GenerateRequest, SamplingParams
+from turnspec.engine.protocol import DeltaStream, EngineError, GenerateRequest, SamplingParams
 from turnspec.server import limits
 from turnspec.server.conversation import Conversation, ConversationStore, Message
 from turnspec.server.errors import ApiError, invalid
 from turnspec.server.events import TurnDone
+from turnspec.server.render import render
 from turnspec.server.timing import TurnClock
 from turnspec.server.turn import Turn, engine_error
 from turnspec.tools_grammar.parser import ToolCallStreamParser
 from turnspec.tools_grammar.schema import ToolChoice, ToolSpec, parse_tool_choice, parse_tools
 
 if TYPE_CHECKING:
+    from turnspec.server.grammars import Declared
     from turnspec.server.hub import SessionHub
-
-
-# the most new text a turn tokenizes on the loop (~0.4-1.6 us a character on the dev CPU: a
-# voice turn's new messages); a new system prompt with its tools goes to a thread
-INLINE_TOKENIZE_CHARS = 512
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
-
-
-async def _render(chat: Any, history_ids: list[int] | None, messages: list[Message],
-                  tools: list[ToolSpec]) -> tuple[list[int], float]:
-    """Prompt ids, and the seconds the loop waited on a worker thread beside the work (0 when
-    none was used). With `history_ids` (same instructions as the stored turn) the ids continue
-    them, so the prefix cache matches the previous turn exactly. The template renders on the
-    loop (~0.1-0.4 ms for a voice turn's ~1,000 tokens on the dev CPU), and so does the
-    tokenizing of text it has mostly seen (ChatTemplate.encode_mostly_seen: the system prompt
-    and tools, the earlier turns are cached); more new text than INLINE_TOKENIZE_CHARS goes to a
-    thread. A new ~1,000-token system prompt takes ~1.4 ms to tokenize, and every request
-    arriving meanwhile would wait unread (the E2E residual of
-    docs/history/loadtest-validation-2026-12.md); the thread's hop costs ~0.3 ms."""
-    head, rest = chat.prompt_parts(history_ids, messages, tools)
-    ids = chat.encode_mostly_seen(rest, INLINE_TOKENIZE_CHARS)  # one split of the text
-    if ids is not None:
-        return head + ids, 0.0
-    marks: list[float] = []
-
-    def encode(text: str) -> list[int]:
-        marks.append(time.perf_counter())
-        ids = chat.encode(text)
-        marks.append(time.perf_counter())
-        return ids
-
-    t0 = time.perf_counter()
-    ids = await asyncio.to_thread(encode, rest)
-    return head + ids, (time.perf_counter() - t0) - (marks[1] - marks[0])
 
 
 def _tools(req: TurnRequest) -> tuple[list[ToolSpec], ToolChoice]:
@@ -156,35 +124,12 @@ class Session:
         history, base = self._history(req)
         messages = ([{"role": "system", "content": req.instructions}]
                     if req.instructions else []) + history
-        t0 = time.perf_counter()
-        chat = hub.chat
         history_ids = (base.token_ids if base is not None
                        and base.instructions == req.instructions else None)
-        try:
-            prompt, waited = await _render(chat, history_ids, messages, tools)
-        except Exception as e:  # the template's own checks (role order, content types)
-            raise invalid(f"the chat template rejected the conversation: {e}",
-                          param=mp) from None
-        t1 = time.perf_counter()
-        clock.hop("template", t0, t1)
-        clock.hop("template_wait", t1 - waited, t1)  # of it, on the thread's hop
-        limits.check_prompt(hub.config, len(prompt), mp)
+        prompt = await self._prompt(history_ids, messages, tools, mp, clock)
         sampling = self._sampling(req, len(prompt), mp)
-
         response_id = new_id("resp")
-        grammar = None
-        parser = None
-        if declared is not None:
-            t0 = time.perf_counter()  # ~0 when ready; else what is left of the compile
-            try:
-                grammar = await hub.grammars.grammar(declared)
-            except Exception as e:  # a schema the grammar compiler cannot take
-                raise invalid(f"tools: no tool-call grammar could be built from these schemas "
-                              f"({type(e).__name__}: {e})", param="tools",
-                              code="invalid_tool_schema") from None
-            clock.hop("grammar", t0, time.perf_counter())
-            parser = ToolCallStreamParser(chat.tool_format, tools,
-                                          call_id_prefix=f"call_{response_id[5:17]}_")
+        grammar, parser = await self._tool_grammar(declared, tools, response_id, clock)
         request_id = req.request_id or new_id("req")
         greq = GenerateRequest(
             request_id=request_id, prompt_token_ids=prompt, sampling=sampling, grammar=grammar,
@@ -192,26 +137,66 @@ class Session:
                              else hub.config.spec_block_size),
             session_id=self.session_id, trace=req.trace,
             trace_steps=root is not None and root.is_recording())
-        hub.reserve(request_id)
-        t0 = time.perf_counter()
-        try:
-            await hub.admission.acquire()
-        except BaseException:
-            hub.unreserve(request_id)
-            raise
-        clock.hop("admission", t0, time.perf_counter())
-        try:
-            stream = hub.engine.generate(greq)
-        except EngineError as e:
-            hub.admission.release()
-            hub.unreserve(request_id)
-            raise engine_error(e) from None
+        stream = await self._submit(greq, clock)
         turn = Turn(hub, self.transport, greq, stream, response_id=response_id, parser=parser,
                     clock=clock, span=root,
                     on_done=self._remember(history, req.instructions, messages, tools))
         self.active[response_id] = turn
         hub.turn_started(turn, on_close=lambda t: self.active.pop(t.response_id, None))
         return turn
+
+    async def _prompt(self, history_ids: list[int] | None, messages: list[Message],
+                      tools: list[ToolSpec], mp: str, clock: TurnClock) -> list[int]:
+        """The conversation through the chat template (continuing `history_ids` where the last
+        turn left them), off the event loop; its length checked against the limits."""
+        t0 = time.perf_counter()
+        try:
+            prompt, waited = await render(self.hub.chat, history_ids, messages, tools)
+        except Exception as e:  # the template's own checks (role order, content types)
+            raise invalid(f"the chat template rejected the conversation: {e}",
+                          param=mp) from None
+        t1 = time.perf_counter()
+        clock.hop("template", t0, t1)
+        clock.hop("template_wait", t1 - waited, t1)  # of it, on the thread's hop
+        limits.check_prompt(self.hub.config, len(prompt), mp)
+        return prompt
+
+    async def _tool_grammar(self, declared: Declared | None, tools: list[ToolSpec],
+                            response_id: str, clock: TurnClock
+                            ) -> tuple[Any, ToolCallStreamParser | None]:
+        """The turn's tool-call grammar (declared before the render, so compiled beside it)
+        and the parser that streams its calls; (None, None) for a turn without tools."""
+        if declared is None:
+            return None, None
+        t0 = time.perf_counter()  # ~0 when ready; else what is left of the compile
+        try:
+            grammar = await self.hub.grammars.grammar(declared)
+        except Exception as e:  # a schema the grammar compiler cannot take
+            raise invalid(f"tools: no tool-call grammar could be built from these schemas "
+                          f"({type(e).__name__}: {e})", param="tools",
+                          code="invalid_tool_schema") from None
+        clock.hop("grammar", t0, time.perf_counter())
+        return grammar, ToolCallStreamParser(self.hub.chat.tool_format, tools,
+                                             call_id_prefix=f"call_{response_id[5:17]}_")
+
+    async def _submit(self, greq: GenerateRequest, clock: TurnClock) -> DeltaStream:
+        """Hand the request to the engine once admission lets it in; a refusal on the way
+        gives back what it held."""
+        hub = self.hub
+        hub.reserve(greq.request_id)
+        t0 = time.perf_counter()
+        try:
+            await hub.admission.acquire()
+        except BaseException:
+            hub.unreserve(greq.request_id)
+            raise
+        clock.hop("admission", t0, time.perf_counter())
+        try:
+            return hub.engine.generate(greq)
+        except EngineError as e:
+            hub.admission.release()
+            hub.unreserve(greq.request_id)
+            raise engine_error(e) from None
 
     def prepare(self, req: TurnRequest) -> str:
         """A warm-up without output (Responses `generate: false`): the turn's tools are checked

@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 from datetime import date
+from typing import Any
 
 import torch
 
@@ -30,7 +31,6 @@ def run(args: argparse.Namespace) -> int:
     from turnspec.engine.chat import ChatTemplate
     from turnspec.engine.local.core import EngineCore
     from turnspec.engine.model.cpu_linear import describe_gemm_plan
-    from turnspec.tools_grammar.schema import parse_tools
 
     cfg = engine_config_from_args(args)
     if cfg.threads:
@@ -39,34 +39,65 @@ def run(args: argparse.Namespace) -> int:
     chat = ChatTemplate.from_model_dir(cfg.model_dir, core.tokenizer)
     hf = AutoModelForCausalLM.from_pretrained(cfg.model_dir, dtype=cfg.torch_dtype).to(cfg.device).eval()
     eos = core.tokenizer.eos_token_id
-    tools = parse_tools(B.TOOLS)
     n = args.max_new_tokens
     prompts = [chat.render([{"role": "user", "content": u}]) for u in B.VOICE_PROMPTS[: args.prompts]]
 
     # warm-up both (first-call allocations, MKL packing, thread pools)
     B.run_core(core, prompts[:1], 4, concurrent=False)
     B.run_hf(hf, prompts[:1], 4, eos)
+    same, concurrency1, batched = _throughput(core, hf, prompts, n, eos)
+    record = {
+        "bench": "engine", "date": date.today().isoformat(), "device": cfg.device,
+        "cpu": cpu_name(), "threads": torch.get_num_threads(),
+        "cpu_gemm_plan": describe_gemm_plan(core.model),
+        "dtype": str(cfg.torch_dtype).removeprefix("torch."), "model": cfg.model_dir,
+        "max_new_tokens": n, "prompts": len(prompts), "tokens_identical": same,
+        "concurrency1": concurrency1, "batched": batched,
+        "ttft": _turn2_ttft(core, hf, chat, n, args.turn2_trials),
+    }
+    print_table(record)
+    with open(args.json, "w") as f:
+        json.dump(record, f, indent=2)
+    print(f"wrote {args.json}")
+    return 0 if same else 1
+
+
+def _throughput(core: Any, hf: Any, prompts: list[list[int]], n: int,
+                eos: int) -> tuple[bool, dict[str, float], dict[str, float]]:
+    """Greedy tokens identical to transformers', and both engines' tok/s one prompt after
+    another and all at once."""
+    from turnspec.benchmarks import runs as B
 
     ours = B.run_core(core, prompts, n, concurrent=False)
     peer = B.run_hf(hf, prompts, n, eos)
-    same = [a == b for a, b in zip(ours.tokens, peer.tokens, strict=True)]
-    ntok = sum(len(t) for t in ours.tokens)
-    ours_tps = ntok / sum(ours.seconds)
+    same = all(a == b for a, b in zip(ours.tokens, peer.tokens, strict=True))
+    ours_tps = sum(len(t) for t in ours.tokens) / sum(ours.seconds)
     peer_tps = sum(len(t) for t in peer.tokens) / sum(peer.seconds)
-
     B.clear_prefix_cache(core)
     t0 = time.perf_counter()
     batched = B.run_core(core, prompts, n, concurrent=True)
     ours_batch_tps = sum(len(t) for t in batched.tokens) / (time.perf_counter() - t0)
     peer_batch_tps = sum(len(t) for t in peer.tokens) / B.run_hf_batched(hf, prompts, n, eos)
+    return same, {
+        "turnspec_tok_s": ours_tps, "transformers_tok_s": peer_tps, "ratio": ours_tps / peer_tps,
+        "turnspec_ttft_ms_p50": B.p50(ours.ttft_ms)}, {
+        "turnspec_tok_s": ours_batch_tps, "transformers_batched_tok_s": peer_batch_tps,
+        "ratio_vs_transformers_sequential": ours_batch_tps / peer_tps,
+        "ratio_vs_transformers_batched": ours_batch_tps / peer_batch_tps}
 
-    # TTFT, turn 1 cold vs turn 2 with/without KV reuse, ~600-token system prompt + tools
+
+def _turn2_ttft(core: Any, hf: Any, chat: Any, n: int, trials: int) -> dict[str, float]:
+    """TTFT of turn 1 cold against turn 2 with and without KV reuse, under a ~600-token
+    system prompt with tools."""
+    from turnspec.benchmarks import runs as B
+    from turnspec.tools_grammar.schema import parse_tools
+
+    tools = parse_tools(B.TOOLS)
     sys_msg = {"role": "system", "content": B.SYSTEM}
     t1_cold, t2_reuse, t2_fresh, hf_t2, prompt2_len = [], [], [], [], []
     cached, prefilled = [], []
-    for i in range(args.turn2_trials):
-        user1 = B.VOICE_PROMPTS[i % len(B.VOICE_PROMPTS)]
-        msgs = [sys_msg, {"role": "user", "content": user1}]
+    for i in range(trials):
+        msgs = [sys_msg, {"role": "user", "content": B.VOICE_PROMPTS[i % len(B.VOICE_PROMPTS)]}]
         p1 = chat.render(msgs, tools)
         B.clear_prefix_cache(core)
         r1 = B.run_core(core, [p1], n, concurrent=False)
@@ -84,29 +115,10 @@ def run(args: argparse.Namespace) -> int:
         t2_fresh.append(B.run_core(core, [p2], 1, concurrent=False).ttft_ms[0])
         hf_t2.append(B.hf_ttft_ms(hf, p2))
     system_tokens = len(chat.render([sys_msg, {"role": "user", "content": "hi"}], tools))
-
-    record = {
-        "bench": "engine", "date": date.today().isoformat(), "device": cfg.device,
-        "cpu": cpu_name(), "threads": torch.get_num_threads(),
-        "cpu_gemm_plan": describe_gemm_plan(core.model),
-        "dtype": str(cfg.torch_dtype).removeprefix("torch."), "model": cfg.model_dir,
-        "max_new_tokens": n, "prompts": len(prompts), "tokens_identical": all(same),
-        "concurrency1": {"turnspec_tok_s": ours_tps, "transformers_tok_s": peer_tps,
-                         "ratio": ours_tps / peer_tps,
-                         "turnspec_ttft_ms_p50": B.p50(ours.ttft_ms)},
-        "batched": {"turnspec_tok_s": ours_batch_tps, "transformers_batched_tok_s": peer_batch_tps,
-                    "ratio_vs_transformers_sequential": ours_batch_tps / peer_tps,
-                    "ratio_vs_transformers_batched": ours_batch_tps / peer_batch_tps},
-        "ttft": {"system_prompt_tokens": system_tokens, "turn2_prompt_tokens_p50": B.p50(prompt2_len),
-                 "turn1_cold_ms_p50": B.p50(t1_cold), "turn2_kv_reuse_ms_p50": B.p50(t2_reuse),
-                 "turn2_no_reuse_ms_p50": B.p50(t2_fresh), "turn2_transformers_ms_p50": B.p50(hf_t2),
-                 "turn2_cached_tokens_p50": B.p50(cached), "turn2_prefill_tokens_p50": B.p50(prefilled)},
-    }
-    print_table(record)
-    with open(args.json, "w") as f:
-        json.dump(record, f, indent=2)
-    print(f"wrote {args.json}")
-    return 0 if all(same) else 1
+    return {"system_prompt_tokens": system_tokens, "turn2_prompt_tokens_p50": B.p50(prompt2_len),
+            "turn1_cold_ms_p50": B.p50(t1_cold), "turn2_kv_reuse_ms_p50": B.p50(t2_reuse),
+            "turn2_no_reuse_ms_p50": B.p50(t2_fresh), "turn2_transformers_ms_p50": B.p50(hf_t2),
+            "turn2_cached_tokens_p50": B.p50(cached), "turn2_prefill_tokens_p50": B.p50(prefilled)}
 
 
 def print_table(r: dict) -> None:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from tqdm import tqdm
 
@@ -129,77 +130,95 @@ def generate_dataset(items: Sequence[PromptItem], answer: AnswerFn | None, out_d
     """
     if (answer is None) == (stream is None):
         raise ValueError("generate_dataset: pass exactly one of answer= and stream=")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    done = done_ids(out)
-    seen: set[str] = set()
-    counts = {"written": 0, "tokens": 0, "prompts": 0, "skipped_done": 0}
-    bar = tqdm(total=0, desc="datagen", disable=not progress, dynamic_ncols=True)
-    t0 = time.perf_counter()
-
-    def over_budget() -> bool:
-        return time_budget_s is not None and time.perf_counter() - t0 > time_budget_s
-
-    def take_up(part: Sequence[PromptItem]) -> list[list[PromptItem]]:
-        """One part's batches, once its ids are checked and what is done is left out."""
-        ids = {it.id for it in part}
-        if len(ids) != len(part) or not ids.isdisjoint(seen):
-            raise ValueError("generate_dataset: prompt ids must be unique")
-        seen.update(ids)
-        todo = [it for it in part if it.id not in done]
-        counts["prompts"] += len(part)
-        counts["skipped_done"] += len(part) - len(todo)
-        if meta is not None:    # rewritten as parts come, so a killed run's meta is true too
-            (out / "meta.json").write_text(json.dumps({**meta, "prompts": counts["prompts"]},
-                                                      indent=2))
-        bar.total += len(part)
-        bar.update(len(part) - len(todo))
-        return batch_plan(todo, batch_size, seed)
-
-    def batches() -> Iterator[list[PromptItem]]:
-        yield from take_up(items)
-        parts = iter(more)
-        while not over_budget():            # checked before waiting for the next part
-            part = next(parts, None)
-            if part is None:
-                return
-            yield from take_up(part)
-
-    with (out / SAMPLES_FILE).open("a") as f:
+    run = _Run(Path(out_dir), batch_size=batch_size, seed=seed, meta=meta,
+               time_budget_s=time_budget_s, progress=progress)
+    with (run.out / SAMPLES_FILE).open("a") as f:
         def write(pairs: list[tuple[PromptItem, list[int]]]) -> None:
-            lines = []
-            for it, comp in pairs:
-                comp = [int(t) for t in comp]
-                s = Sample(id=it.id, split=it.split, source=it.source,
-                           input_ids=it.prompt_ids + tuple(comp),
-                           loss_mask=(0,) * len(it.prompt_ids) + (1,) * len(comp))
-                lines.append(s.to_json() + "\n")
-                counts["tokens"] += len(comp)
-            f.write("".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
-            counts["written"] += len(pairs)
-            bar.update(len(pairs))
-            bar.set_postfix(tokens=counts["tokens"])
+            run.write(f, pairs)
 
         if stream is not None:
-            _run_stream(stream, (it for b in batches() for it in b), write, over_budget, batch_size)
+            _run_stream(stream, (it for b in run.batches(items, more) for it in b), write,
+                        run.over_budget, batch_size)
         else:
             assert answer is not None
-            for batch in batches():
-                if counts["written"] and over_budget():
+            for batch in run.batches(items, more):
+                if run.counts["written"] and run.over_budget():
                     break
                 completions = answer([list(it.prompt_ids) for it in batch])
                 if len(completions) != len(batch):
                     raise ValueError(f"answer returned {len(completions)} completions for "
                                      f"{len(batch)} prompts; expected one per prompt")
                 write(list(zip(batch, completions, strict=True)))
-    bar.close()
-    seconds = time.perf_counter() - t0
+    run.bar.close()
+    seconds = time.perf_counter() - run.t0
+    counts = run.counts
     return {"prompts": counts["prompts"], "skipped_done": counts["skipped_done"],
             "written": counts["written"], "response_tokens": counts["tokens"],
             "seconds": round(seconds, 1), "feed": "stream" if stream is not None else "batches",
             "tokens_per_s": round(counts["tokens"] / max(seconds, 1e-9))}
+
+
+class _Run:
+    """One generate_dataset call's state: what out_dir already holds, the ids seen, the
+    counts, the progress bar and the clock the budget runs on."""
+
+    def __init__(self, out: Path, *, batch_size: int, seed: int, meta: dict | None,
+                 time_budget_s: float | None, progress: bool) -> None:
+        self.out, self.batch_size, self.seed, self.meta = out, batch_size, seed, meta
+        self.time_budget_s = time_budget_s
+        out.mkdir(parents=True, exist_ok=True)
+        self.done = done_ids(out)
+        self.seen: set[str] = set()
+        self.counts = {"written": 0, "tokens": 0, "prompts": 0, "skipped_done": 0}
+        self.bar = tqdm(total=0, desc="datagen", disable=not progress, dynamic_ncols=True)
+        self.t0 = time.perf_counter()
+
+    def over_budget(self) -> bool:
+        return (self.time_budget_s is not None
+                and time.perf_counter() - self.t0 > self.time_budget_s)
+
+    def take_up(self, part: Sequence[PromptItem]) -> list[list[PromptItem]]:
+        """One part's batches, once its ids are checked and what is done is left out."""
+        ids = {it.id for it in part}
+        if len(ids) != len(part) or not ids.isdisjoint(self.seen):
+            raise ValueError("generate_dataset: prompt ids must be unique")
+        self.seen.update(ids)
+        todo = [it for it in part if it.id not in self.done]
+        self.counts["prompts"] += len(part)
+        self.counts["skipped_done"] += len(part) - len(todo)
+        if self.meta is not None:  # rewritten as parts come, so a killed run's meta is true too
+            (self.out / "meta.json").write_text(
+                json.dumps({**self.meta, "prompts": self.counts["prompts"]}, indent=2))
+        self.bar.total += len(part)
+        self.bar.update(len(part) - len(todo))
+        return batch_plan(todo, self.batch_size, self.seed)
+
+    def batches(self, items: Sequence[PromptItem],
+                more: Iterable[Sequence[PromptItem]]) -> Iterator[list[PromptItem]]:
+        yield from self.take_up(items)
+        parts = iter(more)
+        while not self.over_budget():  # checked before waiting for the next part
+            part = next(parts, None)
+            if part is None:
+                return
+            yield from self.take_up(part)
+
+    def write(self, f: TextIO, pairs: list[tuple[PromptItem, list[int]]]) -> None:
+        """Append the pairs as samples (loss on the completion only), flushed to disk."""
+        lines = []
+        for it, comp in pairs:
+            comp = [int(t) for t in comp]
+            s = Sample(id=it.id, split=it.split, source=it.source,
+                       input_ids=it.prompt_ids + tuple(comp),
+                       loss_mask=(0,) * len(it.prompt_ids) + (1,) * len(comp))
+            lines.append(s.to_json() + "\n")
+            self.counts["tokens"] += len(comp)
+        f.write("".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
+        self.counts["written"] += len(pairs)
+        self.bar.update(len(pairs))
+        self.bar.set_postfix(tokens=self.counts["tokens"])
 
 
 def _run_stream(stream: StreamFn, items: Iterator[PromptItem],

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported lazily at run time: `turnspec --help` stays fast
-    from turnspec.loadtest.runner import RunConfig
+    from turnspec.loadtest.run_config import RunConfig
     from turnspec.loadtest.stats import Slo
     from turnspec.loadtest.targets import Target
     from turnspec.loadtest.workload import WorkloadSpec
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--url is required (ws://…/v1/responses, grpc://host:port, "
                          "http://…/v1 or http://…/generate)")
     from turnspec.loadtest import report
-    from turnspec.loadtest.runner import RunConfig
+    from turnspec.loadtest.run_config import RunConfig
     from turnspec.loadtest.stats import Slo
     from turnspec.loadtest.targets import Target
     from turnspec.loadtest.workload import WorkloadSpec
@@ -217,7 +217,8 @@ async def _run_once(args: argparse.Namespace, target: Target, spec: WorkloadSpec
                     tokens: Any = None) -> tuple[dict[str, Any], list[Any]]:
     from turnspec.loadtest.aggregate import build_result
     from turnspec.loadtest.progress import LiveProgress
-    from turnspec.loadtest.runner import Runner, RunResult
+    from turnspec.loadtest.run_config import RunResult
+    from turnspec.loadtest.runner import Runner
     from turnspec.loadtest.targets import Connector
     from turnspec.loadtest.workload import WorkloadError, open_source
 

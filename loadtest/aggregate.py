@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnspec.loadtest.record import RequestRecord
-from turnspec.loadtest.runner import RunResult
+from turnspec.loadtest.run_config import RunResult
 from turnspec.loadtest.stats import (
     HOST_PARTS,
     PERCENTILES,

@@ -9,7 +9,7 @@ import pytest
 
 from turnspec.loadtest.aggregate import breakdown, build_result, error_type, metrics, saturation
 from turnspec.loadtest.monitor import LoopMonitor, burn_loop
-from turnspec.loadtest.runner import RunResult
+from turnspec.loadtest.run_config import RunResult
 
 from .test_stats import rec
 

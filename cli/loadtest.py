@@ -42,7 +42,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "http://HOST:PORT/v1 (OpenAI chat completions: any such server) | "
                    "http://HOST:PORT/generate (SGLang's native endpoint, on the token ids of a "
                    "`turnspec workload render` file)")
-    g = p.add_argument_group("load")
+    _add_load(p.add_argument_group("load"))
+    _add_workload(p.add_argument_group("workload"))
+    _add_report(p.add_argument_group("report"))
+    sub = p.add_subparsers(dest="loadtest_command", metavar="{compare}")
+    c = sub.add_parser("compare", help="deltas between two result JSONs, with a significance "
+                       "note")
+    c.add_argument("a")
+    c.add_argument("b")
+    p.set_defaults(func=run)
+
+
+def _add_load(g: argparse._ArgumentGroup) -> None:
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--concurrency", type=int, help="closed loop: N conversations at once "
                       "(default: 1)")
@@ -64,7 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--timeout", type=float, default=120.0, help="per turn, seconds")
     g.add_argument("--grace", type=float, default=30.0,
                    help="seconds turns in flight may finish after --duration")
-    w = p.add_argument_group("workload")
+
+
+def _add_workload(w: argparse._ArgumentGroup) -> None:
     w.add_argument("--workload", default="voice",
                    help="voice | FILE.jsonl | synthetic:IN,OUT (default: voice)")
     w.add_argument("--seed", type=int, default=0)
@@ -86,7 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--model", help="model name sent over HTTP (default: the first of GET "
                    "/v1/models)")
     w.add_argument("--api-key", default=None)
-    o = p.add_argument_group("report")
+
+
+def _add_report(o: argparse._ArgumentGroup) -> None:
     o.add_argument("--out", help="write the result JSON here")
     o.add_argument("--history", default=None,
                    help="append args + results here (default: loadtest/history.jsonl in the "
@@ -104,12 +119,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--burn-loop-ms", type=float, default=0.0, help="self-check: block the "
                    "client's event loop this many ms of every 100 (the saturation report must "
                    "fire)")
-    sub = p.add_subparsers(dest="loadtest_command", metavar="{compare}")
-    c = sub.add_parser("compare", help="deltas between two result JSONs, with a significance "
-                       "note")
-    c.add_argument("a")
-    c.add_argument("b")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +131,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--url is required (ws://…/v1/responses, grpc://host:port, "
                          "http://…/v1 or http://…/generate)")
     from turnspec.loadtest import report
-    from turnspec.loadtest.run_config import RunConfig
     from turnspec.loadtest.stats import Slo
     from turnspec.loadtest.targets import Target
     from turnspec.loadtest.workload import WorkloadSpec
@@ -132,31 +140,54 @@ def run(args: argparse.Namespace) -> int:
     slo = Slo.parse(args.slo)
     if not 0.0 <= args.max_error_rate <= 1.0:
         raise ValueError(f"--max-error-rate: expected 0..1, got {args.max_error_rate}")
-    levels: list[int | None] = [None]
-    if args.sweep:
-        if args.rate is not None:
-            raise ValueError("--sweep varies the closed loop's concurrency; drop --rate")
-        try:
-            levels = [int(x) for x in args.sweep.split(",") if x]
-        except ValueError:
-            raise ValueError(f"--sweep {args.sweep!r}: expected integers, e.g. 1,2,4,8") from None
-    duration = args.duration if args.duration is not None or args.requests else DEFAULT_DURATION_S
     tokenizer = _tokenizer(args) if spec.kind == "synthetic" else None
     tokens = _token_table(args, spec) if target.transport == "generate" else None
     results = []
-    for level in levels:
-        concurrency = level if level is not None else (
-            None if args.rate is not None else args.concurrency or 1)
-        cfg = RunConfig(
-            concurrency=concurrency, rate=args.rate, burstiness=args.burstiness, max_concurrency=args.max_concurrency,
-            duration_s=duration, requests=args.requests, warmup=args.warmup,
-            barge_in=args.barge_in, barge_in_after=args.barge_in_after, seed=args.seed,
-            rtt_probe=not args.no_rtt_probe, temperature=args.temperature,
-            tool_choice=args.tool_choice, tool_mode=args.tool_mode,
-            timeout_s=args.timeout, grace_s=args.grace, burn_loop_ms=args.burn_loop_ms)
+    for level in _levels(args):
+        cfg = _run_config(args, level)
         res, records = asyncio.run(_run_once(args, target, spec, cfg, slo, tokenizer, tokens))
         print(report.format_table(res), flush=True)
         results.append((res, records))
+    _write_results(args, results)
+    worst = max(r["requests"]["error_rate"] for r, _ in results)
+    if worst > args.max_error_rate:
+        print(f"turnspec loadtest: error rate {worst:.1%} exceeds --max-error-rate "
+              f"{args.max_error_rate:.1%}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _levels(args: argparse.Namespace) -> list[int | None]:
+    """--sweep's concurrency levels ([None]: one run as the load flags say)."""
+    if not args.sweep:
+        return [None]
+    if args.rate is not None:
+        raise ValueError("--sweep varies the closed loop's concurrency; drop --rate")
+    try:
+        return [int(x) for x in args.sweep.split(",") if x]
+    except ValueError:
+        raise ValueError(f"--sweep {args.sweep!r}: expected integers, e.g. 1,2,4,8") from None
+
+
+def _run_config(args: argparse.Namespace, level: int | None) -> RunConfig:
+    from turnspec.loadtest.run_config import RunConfig
+
+    concurrency = level if level is not None else (
+        None if args.rate is not None else args.concurrency or 1)
+    duration = args.duration if args.duration is not None or args.requests else DEFAULT_DURATION_S
+    return RunConfig(
+        concurrency=concurrency, rate=args.rate, burstiness=args.burstiness,
+        max_concurrency=args.max_concurrency, duration_s=duration, requests=args.requests,
+        warmup=args.warmup, barge_in=args.barge_in, barge_in_after=args.barge_in_after,
+        seed=args.seed, rtt_probe=not args.no_rtt_probe, temperature=args.temperature,
+        tool_choice=args.tool_choice, tool_mode=args.tool_mode, timeout_s=args.timeout,
+        grace_s=args.grace, burn_loop_ms=args.burn_loop_ms)
+
+
+def _write_results(args: argparse.Namespace, results: list[tuple[dict, list]]) -> None:
+    """--out (a sweep's levels in one JSON), the history, --details and --plot."""
+    from turnspec.loadtest import report
+
     final = results[0][0] if len(results) == 1 else sweep_result([r for r, _ in results])
     if args.out:
         report.write_json(final, args.out)
@@ -171,12 +202,6 @@ def run(args: argparse.Namespace) -> int:
 
         for path in write_plots([r for r, _ in results], args.plot):
             print(f"plot: {path}")
-    worst = max(r["requests"]["error_rate"] for r, _ in results)
-    if worst > args.max_error_rate:
-        print(f"turnspec loadtest: error rate {worst:.1%} exceeds --max-error-rate "
-              f"{args.max_error_rate:.1%}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _token_table(args: argparse.Namespace, spec: WorkloadSpec) -> Any:

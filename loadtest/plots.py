@@ -3,6 +3,7 @@ per percentile (stacked), the tau histogram, and the load sweep curve (with 2+ l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,15 @@ def write_plots(results: list[dict[str, Any]], folder: str | Path) -> list[Path]
         plt.close(fig)
         written.append(out / name)
 
+    _cdfs(plt, results, save)
+    _breakdown(plt, results, save)
+    _tau(plt, results, save)
+    if len(results) > 1:
+        _sweep(plt, results, save)
+    return written
+
+
+def _cdfs(plt: Any, results: list[dict[str, Any]], save: Callable[[Any, str], None]) -> None:
     for key, name, title in (("ttft_ms", "ttft_cdf.png", "TTFT"),
                              ("itl_all_ms", "itl_cdf.png", "inter-token latency")):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -46,6 +56,9 @@ def write_plots(results: list[dict[str, Any]], folder: str | Path) -> list[Path]
         ax.legend(fontsize=8)
         save(fig, name)
 
+
+def _breakdown(plt: Any, results: list[dict[str, Any]],
+               save: Callable[[Any, str], None]) -> None:
     fig, axes = plt.subplots(1, len(results), figsize=(3.2 * len(results) + 1.5, 4.0),
                              squeeze=False)
     for ax, res in zip(axes[0], results, strict=True):
@@ -62,6 +75,8 @@ def write_plots(results: list[dict[str, Any]], folder: str | Path) -> list[Path]
     fig.suptitle("client E2E by part, per E2E percentile")
     save(fig, "breakdown.png")
 
+
+def _tau(plt: Any, results: list[dict[str, Any]], save: Callable[[Any, str], None]) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for res in results:
         taus = res["samples"].get("tau") or []
@@ -75,20 +90,19 @@ def write_plots(results: list[dict[str, Any]], folder: str | Path) -> list[Path]
         ax.text(0.5, 0.5, "no speculation ran", ha="center", transform=ax.transAxes)
     save(fig, "tau_hist.png")
 
-    if len(results) > 1:
-        xs = [r["load"]["concurrency"] or r["load"]["rate"] for r in results]
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for key, label in (("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E")):
-            for q, style in (("p50", "-o"), ("p90", "--o")):
-                ax.plot(xs, [r["metrics"][key][q] for r in results], style,
-                        label=f"{label} {q}")
-        ax.set(xlabel="concurrency" if results[0]["load"]["mode"] == "closed" else "rate",
-               ylabel="ms", yscale="log", title="load sweep")
-        ax2 = ax.twinx()
-        ax2.plot(xs, [r["throughput"]["output_tokens_per_s"] for r in results], "k:s",
-                 label="output tok/s")
-        ax2.set_ylabel("output tokens/s")
-        ax.legend(fontsize=7, loc="upper left")
-        ax2.legend(fontsize=7, loc="lower right")
-        save(fig, "sweep.png")
-    return written
+
+def _sweep(plt: Any, results: list[dict[str, Any]], save: Callable[[Any, str], None]) -> None:
+    xs = [r["load"]["concurrency"] or r["load"]["rate"] for r in results]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for key, label in (("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E")):
+        for q, style in (("p50", "-o"), ("p90", "--o")):
+            ax.plot(xs, [r["metrics"][key][q] for r in results], style, label=f"{label} {q}")
+    ax.set(xlabel="concurrency" if results[0]["load"]["mode"] == "closed" else "rate",
+           ylabel="ms", yscale="log", title="load sweep")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [r["throughput"]["output_tokens_per_s"] for r in results], "k:s",
+             label="output tok/s")
+    ax2.set_ylabel("output tokens/s")
+    ax.legend(fontsize=7, loc="upper left")
+    ax2.legend(fontsize=7, loc="lower right")
+    save(fig, "sweep.png")

@@ -135,3 +135,17 @@ def test_malformed_workload_files(fake_serve, tmp_path):
     assert res["requests"]["errors_by_type"] == {"workload_error": 1}
     assert res["requests"]["workload_errors"] == [
         f"{mixed}:2: messages: expected a non-empty array of chat messages"]
+
+
+def test_a_sweep_writes_every_level_and_its_plots(fake_serve, tmp_path):
+    """--sweep 1,2 with --plot: one JSON holding both levels, and every plot a real PNG."""
+    plots = tmp_path / "plots"
+    code, res = loadtest(tmp_path, "--url", fake_serve.url("http"), "--sweep", "1,2",
+                         "--requests", "4", "--workload", "synthetic:16,8", "--plot", str(plots))
+    assert code == 0
+    assert [r["load"]["concurrency"] for r in res["runs"]] == [1, 2]
+    assert [p["concurrency"] for p in res["sweep"]] == [1, 2]
+    names = {"ttft_cdf.png", "itl_cdf.png", "breakdown.png", "tau_hist.png", "sweep.png"}
+    assert {p.name for p in plots.iterdir()} == names
+    for name in names:
+        assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

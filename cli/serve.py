@@ -74,6 +74,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "it), else asyncio")
     p.add_argument("--drain-seconds", type=float, default=10.0,
                    help="on SIGTERM, how long in-flight streams may finish (default: %(default)s)")
+    _add_tracing(p)
+    _add_recording(p)
+    add_sglang_args(p)
+    add_engine_args(p, speculator_default=default_speculator())
+    add_fake_engine_args(p)
+    add_limit_args(p)
+    p.set_defaults(func=run)
+
+
+def _add_tracing(p: argparse.ArgumentParser) -> None:
     t = p.add_argument_group("tracing (off by default)")
     t.add_argument("--otlp-endpoint", default=None, metavar="URL",
                    help="export each turn's spans over OTLP to URL (http://HOST:4317 for gRPC; "
@@ -83,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--trace-sample", type=float, default=1.0, metavar="RATIO",
                    help="share of turns traced when the client sent no sampled traceparent "
                         "(default: %(default)s)")
+
+
+def _add_recording(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group(
         "conversation recording (off by default)",
         "finished turns as JSONL in the workload record schema, for `turnspec speculator datagen "
@@ -97,11 +110,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="start a new file past this size (default: %(default)s)")
     r.add_argument("--record-max-files", type=int, default=50,
                    help="keep this many files, deleting the oldest (default: %(default)s)")
-    add_sglang_args(p)
-    add_engine_args(p, speculator_default=default_speculator())
-    add_fake_engine_args(p)
-    add_limit_args(p)
-    p.set_defaults(func=run)
 
 
 def _sglang_engine(args: argparse.Namespace):

@@ -19,6 +19,23 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default: fp32 on CPU, bf16 on CUDA)")
     g.add_argument("--speculator", default=speculator_default,
                    help="none | default | PATH to a DFlash drafter folder (default: %(default)s)")
+    _add_spec_args(g)
+    g.add_argument("--max-batch", type=int, default=32)
+    g.add_argument("--max-context", type=int, default=None)
+    g.add_argument("--kv-memory-gb", type=float, default=None)
+    g.add_argument("--max-prefill-tokens", type=int, default=4096,
+                   help="prompt tokens one prefill step may take (the first prompt of a step is "
+                        "always admitted); larger amortises per-step overhead in batch work such "
+                        "as datagen, smaller keeps decode steps frequent (default: %(default)s)")
+    g.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's, one per core)")
+    g.add_argument("--cpu-gemm", choices=CPU_GEMMS, default="auto",
+                   help="fp32 GEMM for 1..32 rows on CPU: auto times the backends on the model's "
+                        "weights at load and per row bucket keeps F.linear unless a packed one is "
+                        ">= 5%% faster (default: %(default)s)")
+
+
+def _add_spec_args(g: argparse._ArgumentGroup) -> None:
+    """The speculator's knobs: block, policy, lookup, branches, width, datastore."""
     g.add_argument("--spec-block-size", type=int, default=None,
                    help="speculative block size (default: the drafter's)")
     g.add_argument("--spec-policy", choices=SPEC_POLICY_MODES, default="adaptive",
@@ -64,18 +81,6 @@ def add_engine_args(p: argparse.ArgumentParser, speculator_default: str = "none"
     g.add_argument("--spec-datastore-learn-tokens", type=int, default=1_000_000, metavar="N",
                    help="tokens of served answers --spec-datastore-learn keeps, the newest "
                         "(default: %(default)s: ~25 MB, twice that while the index is rebuilt)")
-    g.add_argument("--max-batch", type=int, default=32)
-    g.add_argument("--max-context", type=int, default=None)
-    g.add_argument("--kv-memory-gb", type=float, default=None)
-    g.add_argument("--max-prefill-tokens", type=int, default=4096,
-                   help="prompt tokens one prefill step may take (the first prompt of a step is "
-                        "always admitted); larger amortises per-step overhead in batch work such "
-                        "as datagen, smaller keeps decode steps frequent (default: %(default)s)")
-    g.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's, one per core)")
-    g.add_argument("--cpu-gemm", choices=CPU_GEMMS, default="auto",
-                   help="fp32 GEMM for 1..32 rows on CPU: auto times the backends on the model's "
-                        "weights at load and per row bucket keeps F.linear unless a packed one is "
-                        ">= 5%% faster (default: %(default)s)")
 
 
 def resolve_model_dir(model: str | None) -> str:

@@ -6,7 +6,8 @@
 # `turnspec loadtest` at each of LEVELS, and a torch profiler trace of STEPS decode steps taken
 # mid-run through SGLang's /start_profile. After sglang.sh unpack:
 #   MODES="trees lookup" LEVELS="1 32" [WORKLOAD=voice] bash scripts/gpu/profile_step.sh
-# Each mode's loadtest text and traces land in $OUT/prof-MODE-WORKLOAD.tgz once that mode is done.
+# Each mode's loadtest text and step summaries (trace_steps.py, read on the device) land in
+# $OUT/prof-MODE-WORKLOAD.tgz once that mode is done; KEEP_TRACES=1 adds the raw traces (~60 MB a mode).
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 R=runs/prof; mkdir -p $R; MODES=${MODES:-trees lookup}; LEVELS=${LEVELS:-1 32}
@@ -48,6 +49,8 @@ for m in $MODES; do
     done
   done
   kill -TERM -- -"$(cat $R/$m.pid)" 2>/dev/null
-  cp $R/$m-server.log $R/$m/; tar czf "$OUT/prof-$m-$WORKLOAD.tgz" -C $R/$m .
+  cp $R/$m-server.log $R/$m/  # the raw traces only with KEEP_TRACES=1: two modes' ran past
+  ex=(--exclude='*.trace.json.gz'); [ "${KEEP_TRACES:-0}" = 1 ] && ex=()  # what a call brings back
+  tar czf "$OUT/prof-$m-$WORKLOAD.tgz" "${ex[@]}" -C $R/$m .
 done
 sleep 3; for m in $MODES; do kill -KILL -- -"$(cat $R/$m.pid)" 2>/dev/null; done; true

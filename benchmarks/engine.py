@@ -70,7 +70,7 @@ def _throughput(core: Any, hf: Any, prompts: list[list[int]], n: int,
 
     ours = B.run_core(core, prompts, n, concurrent=False)
     peer = B.run_hf(hf, prompts, n, eos)
-    same = all(a == b for a, b in zip(ours.tokens, peer.tokens, strict=True))
+    same = all([a == b for a, b in zip(ours.tokens, peer.tokens, strict=True)])
     ours_tps = sum(len(t) for t in ours.tokens) / sum(ours.seconds)
     peer_tps = sum(len(t) for t in peer.tokens) / sum(peer.seconds)
     B.clear_prefix_cache(core)

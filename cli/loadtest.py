@@ -140,10 +140,11 @@ def run(args: argparse.Namespace) -> int:
     slo = Slo.parse(args.slo)
     if not 0.0 <= args.max_error_rate <= 1.0:
         raise ValueError(f"--max-error-rate: expected 0..1, got {args.max_error_rate}")
+    levels = _levels(args)
     tokenizer = _tokenizer(args) if spec.kind == "synthetic" else None
     tokens = _token_table(args, spec) if target.transport == "generate" else None
     results = []
-    for level in _levels(args):
+    for level in levels:
         cfg = _run_config(args, level)
         res, records = asyncio.run(_run_once(args, target, spec, cfg, slo, tokenizer, tokens))
         print(report.format_table(res), flush=True)
@@ -164,9 +165,12 @@ def _levels(args: argparse.Namespace) -> list[int | None]:
     if args.rate is not None:
         raise ValueError("--sweep varies the closed loop's concurrency; drop --rate")
     try:
-        return [int(x) for x in args.sweep.split(",") if x]
+        levels = [int(x) for x in args.sweep.split(",") if x]
     except ValueError:
-        raise ValueError(f"--sweep {args.sweep!r}: expected integers, e.g. 1,2,4,8") from None
+        levels = []
+    if not levels:
+        raise ValueError(f"--sweep {args.sweep!r}: expected integers, e.g. 1,2,4,8")
+    return levels
 
 
 def _run_config(args: argparse.Namespace, level: int | None) -> RunConfig:

@@ -9,6 +9,7 @@
     transports/grpc_generation.py    turnspec.v1.Generation + health + reflection
     session.py  Session (per connection): validation, conversation state, rendering,
                 per-connection limit, grammar, admission -> Turn
+    render.py   a turn's prompt ids: the template on the loop, long new text on a thread
     turn.py     Turn: engine deltas -> typed events, cancellation reaching the engine
     hub.py      what sessions share: engine, chat template, admission, auth, readiness,
                 registry of in-flight turns, drain

@@ -20,7 +20,8 @@
 # structural tag in voice). Table: scripts/gpu/plugin_load_table.py; all in $OUT/plugin-load.tgz.
 # NAME-WORKLOAD-cpu.txt: each server process's CPU over its sweep (proc_cpu.py: which one is busy),
 # and the host's pace beside it (a fixed loop's µs, each second: a slow host shows there).
-# Knobs: DETAILS (1: each sweep's per-turn CSV too, NAME-details.csv), SG_PLAN_AT (sg-lookup's TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
+# Knobs: DETAILS (1: each sweep's per-turn CSV too, NAME-details.csv), SG_PLAN_AT (sg-lookup's
+# TURNSPEC_SGLANG_PLAN_AT, default device), LEVELS (1,8,32), DUR
 # (20 s a level: cells of 10 s swung 20-30%), ROUNDS (1: each server's sweep once; N > 1 writes
 # NAME-WORKLOAD-rK.json, servers in reverse order on even rounds, and the table takes each cell's
 # median over the rounds: back-to-back 12 s windows of one server at one stream swung 375-502
@@ -37,8 +38,9 @@
 # was free at its start, so servers loading side by side race for it (the suspect when a stock
 # server queued requests for 400 ms at 8 streams). Every server's pool is capped at KV_TOKENS,
 # which each can reach whatever the order; `up` and `run` print the pools and fail on a short one.
-# Off the device (no /tmp/sgsite): a dry run on the CPU with the repo's .venv, ts-none and
-# ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped.
+# Off the device (no /tmp/sgsite, no GPU): a dry run on the CPU with the repo's .venv, ts-none and
+# ts-stock on --engine local, LEVELS=1,2 DUR=3; the SGLang-only servers are skipped. A GPU host
+# without /tmp/sgsite is refused (exit 2): sglang.sh unpack first.
 set -uo pipefail
 R=runs/plugin-load; mkdir -p $R
 if [ -d /tmp/sgsite ]; then
@@ -101,10 +103,11 @@ start() {  # start NAME: the server in the background, its log and pid under $R
 down() { for n in $SERVERS; do [ -f $R/$n.pid ] && kill -TERM -- -"$(cat $R/$n.pid)" 2>/dev/null; done
          sleep 5; for n in $SERVERS; do [ -f $R/$n.pid ] && kill -KILL -- -"$(cat $R/$n.pid)" 2>/dev/null; done; true; }
 load() {  # load NAME URL FILE MODE MAXTOK [ARGS...]
-  local name=$1 url=$2 file=$3 mode=$4 maxtok=$5; shift 5
+  local name=$1 url=$2 file=$3 mode=$4 maxtok=$5 det=(); shift 5
+  [ "${DETAILS:-0}" = 1 ] && det=(--details "$R/$name-details.csv")
   ts loadtest --url "$url" --workload "$file" --tool-mode "$mode" --sweep "$LEVELS" \
     --duration "$DUR" --warmup 2 --grace 10 --no-progress --history '' --max-tokens "$maxtok" \
-    --out $R/$name.json ${DETAILS:+--details $R/$name-details.csv} "$@" > $R/$name.txt 2>&1
+    --out $R/$name.json "${det[@]}" "$@" > $R/$name.txt 2>&1
   echo "== $name after ${SECONDS}s"; grep -E '^(turns:|TTFT )' $R/$name.txt
 }
 pool() {  # pool NAME: its KV pool in tokens as the server reports it (0: not reported yet)

@@ -41,12 +41,19 @@ for m in $MODES; do
     lt=$!; mkdir -p $R/$m/c$c; sleep $(( ${DUR:-8} / 2 + 2 ))
     curl -s http://127.0.0.1:$p/start_profile -H 'content-type: application/json' \
       -d "{\"output_dir\": \"$PWD/$R/$m/c$c\", \"num_steps\": ${STEPS:-16}, \"activities\": [\"CPU\", \"GPU\"]}" > /dev/null
-    wait $lt; sleep 2
-    grep -E '^(turns:|TTFT |ITL |server (prefill|decode|host))' $R/$m/c$c.txt
-    for t in $R/$m/c$c/*.trace.json.gz; do  # each step's wall, launches, GPU time; host by hook
-      [ -f "$t" ] && python3 scripts/gpu/trace_steps.py "$t" > $R/$m/c$c-steps.txt 2>&1
-      head -n 40 $R/$m/c$c-steps.txt
+    wait $lt
+    for _ in $(seq 30); do  # the profiler's trace written out (its size steady over a second)
+      a=$(du -cb $R/$m/c$c/*.trace.json.gz 2>/dev/null | tail -n 1 | cut -f1); sleep 1
+      b=$(du -cb $R/$m/c$c/*.trace.json.gz 2>/dev/null | tail -n 1 | cut -f1)
+      [ "${a:-0}" -gt 0 ] && [ "$a" = "$b" ] && break
     done
+    grep -E '^(turns:|TTFT |ITL |server (prefill|decode|host))' $R/$m/c$c.txt
+    : > $R/$m/c$c-steps.txt  # each trace's steps (wall, launches, GPU time; host by hook)
+    for t in $R/$m/c$c/*.trace.json.gz; do
+      [ -f "$t" ] || { echo "no trace for $m at $c streams" | tee -a $R/$m/c$c-steps.txt; continue; }
+      { echo "== $(basename "$t")"; python3 scripts/gpu/trace_steps.py "$t" 2>&1; } >> $R/$m/c$c-steps.txt
+    done
+    head -n 40 $R/$m/c$c-steps.txt
   done
   kill -TERM -- -"$(cat $R/$m.pid)" 2>/dev/null
   cp $R/$m-server.log $R/$m/  # the raw traces only with KEEP_TRACES=1: two modes' ran past

@@ -7,11 +7,25 @@
 #                                       # leave the tree meanwhile (`restore` brings them back)
 #   device calls: one per piece (carry .gpu-carry/gN), the last one runs
 #       bash scripts/gpu/sglang.sh unpack   # /tmp/sgsite (wheels), /tmp/sgcarry/drafter, model
+#       (it first checks that no piece is missing: `sglang.sh check` alone)
 #   bash scripts/gpu/sglang.sh restore  # before committing anything
 # The drafter SGLang loads is exactly what `turnspec speculator export --dtype bfloat16` writes
 # (its sha256 is printed on both sides).
 set -euo pipefail
 DRAFTER=models/assets/smollm2-dflash
+check_pieces() {  # every piece up to the last one here (a refused call leaves a gap; tar
+  # catches a short tail)
+  local have names last missing= k
+  have=$(ls -d .gpu-carry/g[0-9] 2>/dev/null | sed 's/.*g//' | sort -n | tr '\n' ' ' || true)
+  names=$(for k in $have; do printf 'g%s ' "$k"; done); names=${names% }
+  last=${have%% }; last=${last##* }
+  for k in $(seq 1 "${last:-0}"); do [ -f ".gpu-carry/g$k/x_$((k - 1))" ] || missing+=" g$k"; done
+  if [ -z "$last" ] || [ -n "$missing" ]; then
+    echo "pieces missing on this machine:${missing:- all} (here: ${names:-none}); expected" \
+         "g1..gN, each carried by its own call before unpack" >&2; return 1
+  fi
+  echo "pieces here: $names"
+}
 case "${1:-}" in
 pack)
   for d in .gpu-carry/sgl1 .gpu-carry/sgl2; do
@@ -34,16 +48,11 @@ restore)
   git checkout HEAD -- "$DRAFTER"
   git status --short "$DRAFTER"
   ;;
+check)                                            # the pieces this machine holds
+  check_pieces
+  ;;
 unpack)                                           # on the device, after the last piece came
-  # every piece up to the last one here (a refused call leaves a gap; tar catches a short tail)
-  have=$(ls -d .gpu-carry/g[0-9] 2>/dev/null | sed 's/.*g//' | sort -n | tr '\n' ' ' || true)
-  names=$(for k in $have; do printf 'g%s ' "$k"; done)
-  last=${have%% }; last=${last##* }; missing=
-  for k in $(seq 1 "${last:-0}"); do [ -f ".gpu-carry/g$k/x_$((k - 1))" ] || missing+=" g$k"; done
-  if [ -z "$last" ] || [ -n "$missing" ]; then
-    echo "pieces missing on this machine:${missing:- all} (here: ${names:-none}); expected" \
-         "g1..gN, each carried by its own call before unpack" >&2; exit 1
-  fi
+  check_pieces
   rm -rf /tmp/sgcarry && mkdir -p /tmp/sgcarry
   cat .gpu-carry/g*/x_* | tar xf - -C /tmp/sgcarry
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/sgsite \
@@ -65,6 +74,6 @@ unpack)                                           # on the device, after the las
   python3 -c "import sglang, xgrammar, transformers; print('sglang', sglang.__version__, 'transformers', transformers.__version__)"
   ;;
 *)
-  echo "usage: bash scripts/gpu/sglang.sh pack|restore|unpack" >&2; exit 2
+  echo "usage: bash scripts/gpu/sglang.sh pack|restore|check|unpack" >&2; exit 2
   ;;
 esac

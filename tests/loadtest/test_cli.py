@@ -149,3 +149,14 @@ def test_a_sweep_writes_every_level_and_its_plots(fake_serve, tmp_path):
     assert {p.name for p in plots.iterdir()} == names
     for name in names:
         assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+
+@pytest.mark.parametrize(("sweep", "more"), [(",", ()), ("1,x", ()), ("1,2", ("--rate", "5"))])
+def test_a_bad_sweep_is_refused_before_anything_runs(tmp_path, capsys, sweep, more):
+    """Nothing is loaded or sent: the error names --sweep (a tokenizer folder that does not
+    exist is never reached)."""
+    code = main(["loadtest", "--url", "http://127.0.0.1:9/v1", "--sweep", sweep, *more,
+                 "--workload", "synthetic:8,8", "--tokenizer", str(tmp_path / "none"),
+                 "--history", "", "--no-progress"])
+    assert code == 2
+    assert "--sweep" in capsys.readouterr().err

@@ -108,6 +108,8 @@ class PluginState:
             for name, value in zip(DEVICE_COUNTERS, self.device_stats.tolist(), strict=True):
                 stats[name] += value
         out = {"mode": self.config.mode, **dict(stats)}
+        if self.pace is not None:  # width "served": what it measured (engine/spec/width.py)
+            out["pace"] = self.pace.table()
         if self.config.sync_check:
             out["host_sync_sites"] = sorted(self.sync_sites)
         return out

@@ -165,6 +165,19 @@ class Pace:
             new = tokens / rows
             self.tau[width] = new if old is None else old + self.alpha * (new - old)
 
+    def table(self) -> dict[str, dict]:
+        """What the pace has measured, for a report: per batch bucket and kind (`B8 grammar`),
+        each width's step in ms and a row's tokens a second (what the pace compares); each
+        width's tokens a row."""
+        steps: dict[str, dict] = {}
+        for (width, bucket, kind), sec in sorted(self.seconds.items(),
+                                                 key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+            cell = steps.setdefault(f"B{bucket} {kind}".strip(), {})
+            cell[f"width {width}"] = {"step_ms": round(sec * 1e3, 3),
+                                      "row_tok_s": round(self.tokens(width) / sec, 1)}
+        return {"steps": steps, "tau": {f"width {w}": round(self.tokens(w), 3)
+                                        for w in self.widths}}
+
     def _choose(self, rows: int, kind: str) -> int:
         if self._queue:
             return self._queue.pop()

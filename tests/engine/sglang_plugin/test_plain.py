@@ -61,6 +61,9 @@ def test_the_pace_routes_steps_and_learns_what_wide_steps_commit(monkeypatch) ->
     hooks.around_forward(wide_step, object(), batch(2, extend=True))  # a prefill: not paced
     assert STATE.pace.tau == {8: 4.0}                           # (3 + 5) / 2, read back
     assert STATE.pace._last[0] == 8 and ran[-1] == "wide"
+    pace = STATE.report()["pace"]  # SGLang's server info carries what the pace measured
+    assert pace["tau"] == {"width 1": 1.0, "width 8": 4.0}
+    assert pace["steps"]["B2"]["width 1"]["step_ms"] == 1.0
 
 
 def test_the_tally_reads_each_step_once_in_order() -> None:

@@ -169,3 +169,14 @@ def test_bad_paces_are_refused(kwargs, message: str) -> None:
         Pace(**kwargs)
     with pytest.raises(ValueError, match="rows"):
         Pace((1, 16)).step(0, 0.0)
+
+
+def test_pace_table_reports_each_widths_step_and_rate_by_bucket_and_kind() -> None:
+    pace = Pace((1, 16), tau_prior=5.0, alpha=1.0)
+    drive(pace, 3, {1: 0.002, 16: 0.004}, 12)
+    pace.committed(16, 4, 12.0)                              # three tokens a row
+    table = pace.table()
+    assert table["tau"] == {"width 1": 1.0, "width 16": 3.0}
+    cell = table["steps"]["B4"]
+    assert cell["width 1"] == {"step_ms": pytest.approx(2.0), "row_tok_s": pytest.approx(500.0)}
+    assert cell["width 16"] == {"step_ms": pytest.approx(4.0), "row_tok_s": pytest.approx(750.0)}

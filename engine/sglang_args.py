@@ -43,6 +43,10 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                         "whichever has committed more tokens a second at its batch size as "
                         "served (a full batch falls to plain decode where a wide verify costs "
                         "more than it commits) (default: %(default)s)")
+    g.add_argument("--sglang-append-graphs", action="store_true",
+                   help="the plugin replays DFLASH's write of the drafter's context after each "
+                        "decode step from CUDA graphs captured at start, in place of SGLang's "
+                        "eager write (engine/sglang_plugin/append_graphs.py)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -83,6 +87,7 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg),
         plugin=PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at,
                             datastore=store, width=args.sglang_spec_width,
+                            append_graphs=args.sglang_append_graphs,
                             learn_tokens=args.spec_datastore_learn_tokens if learn else 0))
 
 

@@ -15,6 +15,9 @@ environment of the process that started them).
                               block (or trees), or each step takes that or plain decode,
                               whichever commits more tokens a second at its batch size as
                               served (plain.py)
+    TURNSPEC_SGLANG_APPEND_GRAPHS   1: the drafter's context write after each decode step
+                                    replayed from CUDA graphs (append_graphs.py; 0 or unset:
+                                    SGLang's eager write)
     TURNSPEC_SGLANG_SYNC_CHECK      1: count the host syncs inside the plugin's step work
                                     (state.sync_free; a check for tests, 0 or unset: off)
 
@@ -39,6 +42,7 @@ ENV_DATASTORE = "TURNSPEC_SGLANG_DATASTORE"
 ENV_LEARN = "TURNSPEC_SGLANG_DATASTORE_LEARN"
 ENV_SYNC_CHECK = "TURNSPEC_SGLANG_SYNC_CHECK"
 ENV_WIDTH = "TURNSPEC_SGLANG_WIDTH"
+ENV_APPEND_GRAPHS = "TURNSPEC_SGLANG_APPEND_GRAPHS"
 
 
 @dataclass(slots=True, frozen=True)
@@ -56,6 +60,7 @@ class PluginConfig:
     learn_tokens: int = 0  # > 0: served answers join the store, the newest this many tokens
     sync_check: bool = False  # count host syncs inside the plugin's step work (state.sync_free)
     width: str = "fixed"  # "served": plain decode where it commits more a second (plain.py)
+    append_graphs: bool = False  # the drafter's context writes from CUDA graphs (append_graphs.py)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -74,6 +79,9 @@ class PluginConfig:
         if self.width == "served" and self.mode == "off":
             raise ValueError(f"{ENV_WIDTH}=served picks between the plugin's verify and plain "
                              f"decode; expected {ENV_MODE}=lookup or trees, got 'off'")
+        if self.append_graphs and self.mode == "off":
+            raise ValueError(f"{ENV_APPEND_GRAPHS}=1 is the plugin's; expected {ENV_MODE}=lookup "
+                             "or trees, got 'off'")
         if not isinstance(self.learn_tokens, int) or self.learn_tokens < 0:
             raise ValueError(f"{ENV_LEARN}={self.learn_tokens!r}: expected tokens >= 0")
 
@@ -97,17 +105,19 @@ class PluginConfig:
         learn = env.get(ENV_LEARN) or "0"
         if not learn.isdigit():
             raise ValueError(f"{ENV_LEARN}={learn!r}: expected a number of tokens")
-        check = env.get(ENV_SYNC_CHECK) or "0"
-        if check not in ("0", "1"):
-            raise ValueError(f"{ENV_SYNC_CHECK}={check!r}: expected 0 or 1")
+        check, graphs = env.get(ENV_SYNC_CHECK) or "0", env.get(ENV_APPEND_GRAPHS) or "0"
+        for name, value in ((ENV_SYNC_CHECK, check), (ENV_APPEND_GRAPHS, graphs)):
+            if value not in ("0", "1"):
+                raise ValueError(f"{name}={value!r}: expected 0 or 1")
         return cls(mode=env.get(ENV_MODE, "off") or "off", lookup_below=lookup_below,
                    plan_at=env.get(ENV_PLAN_AT, "device") or "device",
                    datastore=env.get(ENV_DATASTORE) or None, learn_tokens=int(learn),
-                   sync_check=check == "1", width=env.get(ENV_WIDTH, "fixed") or "fixed")
+                   sync_check=check == "1", width=env.get(ENV_WIDTH, "fixed") or "fixed",
+                   append_graphs=graphs == "1")
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""
         return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below),
                 ENV_PLAN_AT: self.plan_at, ENV_DATASTORE: self.datastore or "",
                 ENV_LEARN: str(self.learn_tokens), ENV_SYNC_CHECK: str(int(self.sync_check)),
-                ENV_WIDTH: self.width}
+                ENV_WIDTH: self.width, ENV_APPEND_GRAPHS: str(int(self.append_graphs))}

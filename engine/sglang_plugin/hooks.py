@@ -49,7 +49,7 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin import grammar_walk, plain, trees
+from turnspec.engine.sglang_plugin import append_graphs, grammar_walk, plain, trees
 from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_MASK,
     GRAMMAR_TREE,
@@ -289,6 +289,11 @@ def install(registry: Any, hook_type: Any) -> None:
     if STATE.config.width == "served":
         registry.register(f"{WORKER}.init_cuda_graphs", plain.after_init_cuda_graphs,
                           hook_type.AFTER)
+    if STATE.config.append_graphs:
+        registry.register(f"{WORKER}.init_cuda_graphs", append_graphs.after_init_cuda_graphs,
+                          hook_type.AFTER)
+        registry.register(f"{WORKER}._append_target_hidden_to_draft_kv_by_loc",
+                          append_graphs.around_append, hook_type.AROUND)
     if STATE.config.mode == "trees":
         registry.register(f"{TP_WORKER}.forward_batch_generation", trees.around_target_forward,
                           hook_type.AROUND)

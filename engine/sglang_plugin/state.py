@@ -84,10 +84,12 @@ class PluginState:
     pace: Any | None = None
     tally: Any | None = None
     building_plain: bool = False  # the plain step's graphs are being captured (a chain's)
+    append_graphs: Any | None = None  # the drafter's context writes as CUDA graphs (append_graphs.py)
 
     def configure(self, config: PluginConfig) -> None:
         self.config, self.options = config, config.options()
         self.plain = self.pace = self.tally = None  # built with the worker's graphs (plain.py)
+        self.append_graphs = None
 
     def take_pending(self) -> dict[str, list[int]]:
         """The last step's commits not yet in the scheduler's requests (only under overlap

@@ -16,7 +16,8 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     cfg = PluginConfig(mode="lookup", lookup_below=3.0, plan_at="verify")
     back = PluginConfig.from_env(cfg.to_env())
     assert back == cfg and back.armed and not back.sync_check
-    checked = PluginConfig(mode="trees", learn_tokens=10, sync_check=True, width="served")
+    checked = PluginConfig(mode="trees", learn_tokens=10, sync_check=True, width="served",
+                           append_graphs=True)
     assert PluginConfig.from_env(checked.to_env()) == checked
     assert PluginConfig.from_env({ENV_MODE: "trees"}).width == "fixed"
     opts = back.options()
@@ -31,6 +32,8 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     ({ENV_MODE: "trees", "TURNSPEC_SGLANG_SYNC_CHECK": "yes"}, "SYNC_CHECK='yes': expected 0 or 1"),
     ({ENV_MODE: "trees", "TURNSPEC_SGLANG_WIDTH": "wide"}, "WIDTH='wide': expected one of"),
     ({ENV_MODE: "off", "TURNSPEC_SGLANG_WIDTH": "served"}, "expected TURNSPEC_SGLANG_SPEC=lookup"),
+    ({ENV_MODE: "trees", "TURNSPEC_SGLANG_APPEND_GRAPHS": "on"}, "GRAPHS='on': expected 0 or 1"),
+    ({ENV_MODE: "off", "TURNSPEC_SGLANG_APPEND_GRAPHS": "1"}, "expected TURNSPEC_SGLANG_SPEC=lookup"),
 ])
 def test_a_bad_environment_is_refused(env: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -112,13 +112,12 @@ def capture(worker: Any, sizes: list[int], widths: list[int]) -> AppendGraphs:
     own._proj_workspace = own._k_workspace = own._v_workspace = None
     own._workspace_capacity = 0
     fc = worker.draft_model.fc
-    graphs, pool = AppendGraphs(), torch.cuda.graph_pool_handle()
+    graphs, pool, side = AppendGraphs(), torch.cuda.graph_pool_handle(), torch.cuda.Stream()
     worker._fused_kv_helper = own
     try:
         for width in widths:
             for bs in sorted(set(sizes), reverse=True):
                 c = Captured.inputs(bs, width, int(fc.in_features), fc.weight.dtype, worker.device)
-                side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):  # once eagerly: compiles, sizes the workspace
                     worker._append_target_hidden_to_draft_kv_by_loc(**c.kwargs())

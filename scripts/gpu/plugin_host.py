@@ -3,8 +3,10 @@ DFLASH's worker calls them (engine/sglang_plugin/hooks.py), around stand-ins for
 that do nothing but hand over buffers of the served shapes (SmolLM2-135M: vocabulary 49,152,
 five captured layers of 576; DFLASH's block of 16). What is timed is what the plugin adds to a
 step: the plan and the mask before the verify (`before_prepare_for_verify`), the settle after it
-(`around_target_forward`), and the history's append after the step (`around_forward`), each on
-the host (perf_counter, no sync inside) and in kernel launches (torch profiler). A batch with a
+(`around_target_forward`), and the whole step (`around_forward`: those, the history's append
+after the step, and the stand-in's own Python and its one launch, the drafter's block put back
+where the plan overwrote it), each on the host (perf_counter, no sync inside) and, for the whole
+step, in kernel launches (torch profiler). A batch with a
 grammar also walks SGLang's grammar over the trees (not here: it needs SGLang).
 
 Stand-ins: SGLang's KV move (`move_kv_cache`, one Triton launch over every layer) is a torch
@@ -126,9 +128,9 @@ def step_fn(s: dict, timer: Timer) -> Callable[[], None]:
     tokens = torch.zeros(bs * n, dtype=torch.int64, device=s["blocks"].device)
 
     def dflash(worker, batch):
-        blocks = s["blocks"].clone()
+        blocks = s["blocks"].clone()  # the plan writes its trees into the block in place
         verify = SimpleNamespace(draft_token=blocks.view(-1), draft_token_num=n,
-                                 positions=s["positions"].clone(), custom_mask=None)
+                                 positions=s["positions"], custom_mask=None)  # replaced, not written
         before(verify, batch, SimpleNamespace(model_runner=runner))
         out = SimpleNamespace(logits_output=SimpleNamespace(
             next_token_logits=s["out"][0], hidden_states=s["out"][1]))
@@ -142,7 +144,8 @@ def step_fn(s: dict, timer: Timer) -> Callable[[], None]:
 
 
 def launches(fn: Callable[[], None], steps: int) -> float:
-    """Kernel launches and async copies a step, under the torch profiler (CUDA only)."""
+    """Kernel launches and async copies a step, under the torch profiler (CUDA only); one of
+    them is the stand-in's (the block put back)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:

@@ -7,6 +7,7 @@ datastore's in datastore.py; `install` registers them all):
                                              (plain.py); afterwards what it committed
     _DflashDraftSampler                      REPLACE: the drafter's head inside the draft CUDA
                                              graph also keeps its top tokens' log-probabilities
+                                             (draft_head.py)
     DFlashWorkerV2._greedy_sample_...head    AROUND: the same where the head runs eagerly
     spec_utils.traverse_tree                 AROUND: in a batch with a grammar, its walk over
                                              each row's block or tree over Python ints
@@ -49,13 +50,12 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin import append_graphs, grammar_walk, plain, trees
+from turnspec.engine.sglang_plugin import append_graphs, draft_head, grammar_walk, plain, trees
 from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_MASK,
     GRAMMAR_TREE,
     GRAMMAR_WALK,
     MASK_POLICY,
-    REPLACES,
     SAMPLER,
     SCHEDULER,
     TP_WORKER,
@@ -74,12 +74,6 @@ from turnspec.engine.sglang_plugin.state import STATE, Pending, StepContext, arg
 from turnspec.engine.spec.planner import LOOKUP_AGREE, LOOKUP_MATCH
 from turnspec.kernels.plan_lookup import warm
 from turnspec.kernels.tree_links import tree_links
-
-
-def top_k() -> int:
-    """Top tokens kept per draft position: the lookup rule reads the drafter's own; a tree also
-    its next guesses (trees.GUESSES)."""
-    return 1 + trees.GUESSES if STATE.config.mode == "trees" else 1
 
 
 def around_forward(original, *args, **kwargs):
@@ -171,50 +165,6 @@ def before_prepare_for_verify(verify, *args, **kwargs):
     return None
 
 
-def top_of(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """logits [n, V] -> the k most likely tokens [n, k] and their log-probabilities (fp32)."""
-    top = logits.float().log_softmax(dim=-1).topk(k, dim=-1)
-    return top.indices, top.values
-
-
-def around_eager_head(original, worker, *, hidden_states, lm_head, chunk_size=256):
-    """The drafter's eager head: SGLang's tokens, and the top-k of the same logits."""
-    tokens = original(worker, hidden_states=hidden_states, lm_head=lm_head, chunk_size=chunk_size)
-    if STATE.step is not None and hidden_states.numel():
-        w = lm_head.weight
-        logits = torch.matmul(hidden_states.to(w.dtype), w.T)
-        STATE.step.eager_top = top_of(logits, top_k())
-    return tokens
-
-
-def sampler_class(base: type) -> type:
-    """The draft CUDA graph's head (`base`: SGLang's `_DflashDraftSampler`) keeping, beside its
-    argmax, each position's top tokens and log-probabilities in static buffers the graph
-    writes at every replay. One tensor-parallel rank only (refused otherwise)."""
-
-    class TurnspecDraftSampler(base):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            n = int(kwargs["max_bs"]) * (self.block_size - 1)
-            dev = self.weight.device
-            self.top_ids = torch.zeros((n, top_k()), dtype=torch.int64, device=dev)
-            self.top_lp = torch.zeros((n, top_k()), dtype=torch.float32, device=dev)
-
-        def __call__(self, hidden_states, input_ids=None):
-            bs = hidden_states.shape[0] // self.block_size
-            hs = hidden_states.view(bs, self.block_size, -1)[:, 1:, :].reshape(
-                -1, hidden_states.shape[-1]).to(self.weight.dtype)
-            n = hs.shape[0]
-            logits = torch.matmul(hs, self.weight[: self.num_org].T)
-            self.out[:n].copy_(torch.argmax(logits, dim=-1) + self.org_vocab_start)
-            ids, lp = top_of(logits, top_k())
-            self.top_ids[:n].copy_(ids + self.org_vocab_start)
-            self.top_lp[:n].copy_(lp)
-
-    setattr(TurnspecDraftSampler, REPLACES, base)  # the pins are base's (checks.py)
-    return TurnspecDraftSampler
-
-
 def refusal(message: str):
     """An AROUND hook on the worker's constructor that refuses to start with `message`."""
     def refuse(original, *args, **kwargs):
@@ -275,11 +225,11 @@ def install(registry: Any, hook_type: Any) -> None:
     import importlib
 
     base = importlib.import_module(SAMPLER.rsplit(".", 1)[0])._DflashDraftSampler
-    registry.register(SAMPLER, sampler_class(base), hook_type.REPLACE)
+    registry.register(SAMPLER, draft_head.sampler_class(base), hook_type.REPLACE)
     registry.register(f"{WORKER}.__init__", guard_worker, hook_type.AROUND)
     registry.register(f"{WORKER}.forward_batch_generation", around_forward, hook_type.AROUND)
-    registry.register(f"{WORKER}._greedy_sample_from_vocab_parallel_head", around_eager_head,
-                      hook_type.AROUND)
+    registry.register(f"{WORKER}._greedy_sample_from_vocab_parallel_head",
+                      draft_head.around_eager_head, hook_type.AROUND)
     registry.register(f"{GRAMMAR_TREE}.from_linear_chain", around_grammar_chain,
                       hook_type.AROUND)
     registry.register(GRAMMAR_WALK, grammar_walk.around_traverse_tree, hook_type.AROUND)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from turnspec.engine.sglang_plugin import checks, hooks
+from turnspec.engine.sglang_plugin import checks, draft_head
 
 
 def test_another_version_is_refused_first() -> None:
@@ -43,7 +43,7 @@ def test_a_second_engine_reads_the_pins_through_the_plugins_replacement() -> Non
     replaced by the plugin's: they are read from the class it replaced, not from its own
     `__init__(**kwargs)`."""
     pinned = checks.PINNED[f"{checks.SAMPLER}.__init__"]
-    Replaced = globals()["Replaced"] = hooks.sampler_class(DraftSampler)  # resolvable by path
+    Replaced = globals()["Replaced"] = draft_head.sampler_class(DraftSampler)  # resolvable by path
     assert checks.parameters(Replaced.__init__) == (("self",), ())  # what the check once read
     at = f"{__name__}.Replaced.__init__"
     assert checks.parameters(checks.resolve(at)) == pinned

@@ -8,11 +8,18 @@ import argparse
 import json
 
 from turnspec.engine.sglang import SGLangConfig
+from turnspec.engine.sglang_plugin import config as plugin_env
 from turnspec.engine.sglang_plugin.config import MODES, PLAN_POINTS, WIDTHS, PluginConfig
 
 # the local engine's flags SGLang reads too (sglang_config_from_args)
 SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size", "spec_datastore",
                        "spec_datastore_learn", "spec_datastore_learn_tokens")
+
+# the plugin's environment (what SGLang's own server reads) as this command line spells it
+FLAG_OF = {f"{plugin_env.ENV_APPEND_GRAPHS}=1": "--sglang-append-graphs",
+           plugin_env.ENV_LEARN: "--spec-datastore-learn", plugin_env.ENV_DATASTORE: "--spec-datastore",
+           plugin_env.ENV_PLAN_AT: "--sglang-spec-plan-at", plugin_env.ENV_WIDTH: "--sglang-spec-width",
+           plugin_env.ENV_MODE: "--sglang-spec"}
 
 
 def add_sglang_args(p: argparse.ArgumentParser) -> None:
@@ -81,14 +88,26 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
     if store and not Path(store).exists():
         raise ValueError(f"--spec-datastore {store}: no such file or folder")
     spec = str(DEFAULT_DRAFTER_DIR) if args.speculator == "default" else args.speculator
+    try:
+        plugin = PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at,
+                              datastore=store, width=args.sglang_spec_width,
+                              append_graphs=args.sglang_append_graphs,
+                              learn_tokens=args.spec_datastore_learn_tokens if learn else 0)
+    except ValueError as e:
+        raise ValueError(in_flags(str(e))) from None
     return SGLangConfig(
         model_dir=resolve_model_dir(args.model), speculator=spec,
         spec_block_size=args.spec_block_size, mem_fraction=args.sglang_mem_fraction,
         attention_backend=args.sglang_attention_backend, extra=sglang_extra(args.sglang_arg),
-        plugin=PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at,
-                            datastore=store, width=args.sglang_spec_width,
-                            append_graphs=args.sglang_append_graphs,
-                            learn_tokens=args.spec_datastore_learn_tokens if learn else 0))
+        plugin=plugin)
+
+
+def in_flags(message: str) -> str:
+    """A refusal of the plugin's config, which names its environment variables, in this command
+    line's flags: `TURNSPEC_SGLANG_SPEC=lookup` reads `--sglang-spec lookup`."""
+    for env, flag in FLAG_OF.items():  # the longer of two names sharing a prefix first
+        message = message.replace(f"{env}=", f"{flag} ").replace(env, flag)
+    return message
 
 
 def other_engine_flags(args: argparse.Namespace, command: str,

@@ -62,9 +62,15 @@ def test_the_plugin_flags(smollm2_dir: Path) -> None:
                                            "--sglang-spec", "trees", "--sglang-spec-width",
                                            "served"))
     assert served.plugin.to_env()["TURNSPEC_SGLANG_WIDTH"] == "served"
-    with pytest.raises(ValueError, match="expected TURNSPEC_SGLANG_SPEC=lookup or trees"):
+    # the plugin's refusals name this command line's flags, not its environment
+    with pytest.raises(ValueError, match=r"^--sglang-spec-width served picks .*; expected "
+                                         r"--sglang-spec lookup or trees, got 'off'$"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-spec-width", "served"))
-    with pytest.raises(ValueError, match="trees plans on the GPU"):
+    with pytest.raises(ValueError, match=r"^--sglang-append-graphs is the plugin's; expected "
+                                         r"--sglang-spec lookup or trees, got 'off'$"):
+        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-append-graphs"))
+    with pytest.raises(ValueError, match=r"^--sglang-spec trees plans on the GPU; expected "
+                                         r"--sglang-spec-plan-at device, got 'verify'$"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
                                       "--sglang-spec", "trees", "--sglang-spec-plan-at", "verify"))
 

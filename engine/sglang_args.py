@@ -49,7 +49,8 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                         "block (or trees); served = each step takes that or plain decode, "
                         "whichever has committed more tokens a second at its batch size as "
                         "served (a full batch falls to plain decode where a wide verify costs "
-                        "more than it commits) (default: %(default)s)")
+                        "more than it commits); plain = every decode step plain, a check of "
+                        "what that step costs against no speculation (default: %(default)s)")
     g.add_argument("--sglang-append-graphs", action="store_true",
                    help="the plugin replays DFLASH's write of the drafter's context after each "
                         "decode step from CUDA graphs captured at start, in place of SGLang's "

@@ -7,7 +7,7 @@ KV (`DFlashWorkerV2._append_target_hidden_to_draft_kv_by_loc` with the verify's 
 write per layer. SGLang runs it eagerly, about ten launches and the Python around them, in a
 step the host bounds at low load. Its shapes are fixed by the batch size and the width (a row's
 slots past its commit length are not written), so it is captured once per batch size at start,
-for DFLASH's width and, under width "served", the plain step's one (plain.py).
+for DFLASH's width and, under width "served" or "plain", the plain step's one (plain.py).
 
 The graphs run SGLang's own call, on a copy of its fused KV helper with a workspace of its own:
 SGLang's grows with the prefills' writes (eager, any length), and the old buffer it frees would
@@ -147,7 +147,8 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("turnspec sglang plugin: append graphs replay beside the target's "
                            "decode CUDA graphs, which are off; expected CUDA graphs on (or "
                            "TURNSPEC_SGLANG_APPEND_GRAPHS=0)")
-    widths = [int(worker.block_size)] + ([1] if STATE.config.width == "served" else [])
+    width = STATE.config.width  # "plain": no step of DFLASH's width to write after
+    widths = ([] if width == "plain" else [int(worker.block_size)]) + ([1] if width != "fixed" else [])
     STATE.append_graphs = capture(worker, [int(b) for b in runner.capture_bs], widths)
     return result
 

@@ -11,10 +11,11 @@ environment of the process that started them).
                                     continuation is a tree branch (trees only; datastore.py)
     TURNSPEC_SGLANG_DATASTORE_LEARN N: the served answers join it, the newest N tokens kept
                                     (--spec-datastore-learn; 0 or unset: off)
-    TURNSPEC_SGLANG_WIDTH     fixed (default) | served: every decode step verifies DFLASH's
-                              block (or trees), or each step takes that or plain decode,
-                              whichever commits more tokens a second at its batch size as
-                              served (plain.py)
+    TURNSPEC_SGLANG_WIDTH     fixed (default) | served | plain: every decode step verifies
+                              DFLASH's block (or trees), or each step takes that or plain
+                              decode, whichever commits more tokens a second at its batch size
+                              as served (plain.py), or (a check of what the plain step costs
+                              against SGLang without speculation) every decode step is plain
     TURNSPEC_SGLANG_APPEND_GRAPHS   1: the drafter's context write after each decode step
                                     replayed from CUDA graphs (append_graphs.py; 0 or unset:
                                     SGLang's eager write)
@@ -34,7 +35,7 @@ from turnspec.engine.spec.options import SpecOptions
 
 MODES = ("off", "lookup", "trees")
 PLAN_POINTS = ("device", "verify")
-WIDTHS = ("fixed", "served")
+WIDTHS = ("fixed", "served", "plain")
 ENV_MODE = "TURNSPEC_SGLANG_SPEC"
 ENV_LOOKUP_BELOW = "TURNSPEC_SPEC_LOOKUP_BELOW"
 ENV_PLAN_AT = "TURNSPEC_SGLANG_PLAN_AT"
@@ -59,7 +60,8 @@ class PluginConfig:
     datastore: str | None = None  # `datastore`: a store of earlier answers (a path)
     learn_tokens: int = 0  # > 0: served answers join the store, the newest this many tokens
     sync_check: bool = False  # count host syncs inside the plugin's step work (state.sync_free)
-    width: str = "fixed"  # "served": plain decode where it commits more a second (plain.py)
+    width: str = "fixed"  # "served": plain decode where it commits more a second (plain.py);
+    # "plain": every decode step plain (a check of the plain step's cost)
     append_graphs: bool = False  # the drafter's context writes from CUDA graphs (append_graphs.py)
 
     def __post_init__(self) -> None:
@@ -76,9 +78,9 @@ class PluginConfig:
                              f"branch; expected {ENV_MODE}=trees, got {self.mode!r}")
         if self.width not in WIDTHS:
             raise ValueError(f"{ENV_WIDTH}={self.width!r}: expected one of {WIDTHS}")
-        if self.width == "served" and self.mode == "off":
-            raise ValueError(f"{ENV_WIDTH}=served picks between the plugin's verify and plain "
-                             f"decode; expected {ENV_MODE}=lookup or trees, got 'off'")
+        if self.width != "fixed" and self.mode == "off":
+            raise ValueError(f"{ENV_WIDTH}={self.width} runs the plugin's plain decode step; "
+                             f"expected {ENV_MODE}=lookup or trees, got 'off'")
         if self.append_graphs and self.mode == "off":
             raise ValueError(f"{ENV_APPEND_GRAPHS}=1 is the plugin's; expected {ENV_MODE}=lookup "
                              "or trees, got 'off'")

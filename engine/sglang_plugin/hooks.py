@@ -4,7 +4,8 @@ datastore's in datastore.py; `install` registers them all):
 
     DFlashWorkerV2.forward_batch_generation  AROUND: the step's context; with width "served",
                                              plain decode in its place where that pays
-                                             (plain.py); afterwards what it committed
+                                             (plain.py; "plain": always); afterwards what it
+                                             committed
     _DflashDraftSampler                      REPLACE: the drafter's head inside the draft CUDA
                                              graph also keeps its top tokens' log-probabilities
                                              (draft_head.py)
@@ -29,7 +30,7 @@ datastore's in datastore.py; `install` registers them all):
                                              datastore (datastore.py)
     DFlashWorkerV2.alloc_memory_pool         AFTER: with trees, SGLang's KV move compiled at
                                              each size a batch of trees reaches
-    DFlashWorkerV2.init_cuda_graphs          AFTER: with width "served", the plain decode
+    DFlashWorkerV2.init_cuda_graphs          AFTER: with width "served" or "plain", the plain
                                              step's backend and graphs (plain.py)
     DFlashWorkerV2.note_request_finished     AFTER: with trees and a learning datastore, a
                                              finished answer joins it
@@ -236,7 +237,7 @@ def install(registry: Any, hook_type: Any) -> None:
     registry.register(f"{VERIFY_INPUT}.prepare_for_verify", before_prepare_for_verify,
                       hook_type.BEFORE)
     registry.register(f"{SCHEDULER}.get_internal_state", after_internal_state, hook_type.AFTER)
-    if STATE.config.width == "served":
+    if STATE.config.width != "fixed":
         registry.register(f"{WORKER}.init_cuda_graphs", plain.after_init_cuda_graphs,
                           hook_type.AFTER)
     if STATE.config.append_graphs:

@@ -6,7 +6,9 @@ hidden states are still written to the draft KV) and the next step may draft aga
 With `TURNSPEC_SGLANG_WIDTH=served` (config.py) each decode step takes this step or DFLASH's own
 (its block, or turnspec's trees), whichever has committed the most tokens a second at that batch
 size as served (engine/spec/width.py `Pace`): one stream keeps its wide verify, a full batch
-falls to plain decode where a wide verify costs more than it commits.
+falls to plain decode where a wide verify costs more than it commits. `TURNSPEC_SGLANG_WIDTH=plain`
+runs every decode step plain: not a way to serve, a check of what this step costs against SGLang
+without speculation (scripts/gpu/profile_step.sh's `plain` mode).
 
 `build` (after DFLASH's CUDA graphs are captured) makes a target attention backend and verify
 CUDA graphs for one token a row, the way SGLang's adaptive EAGLE makes one set per step count
@@ -65,8 +67,9 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
     step's, and the pace that picks between it and DFLASH's step."""
     worker = args[0]
     if getattr(worker, "_need_mamba_verify_commit", False):
-        raise RuntimeError("turnspec sglang plugin: TURNSPEC_SGLANG_WIDTH=served on a model with "
-                           "mamba state: its verify commits that state by DFLASH's block; "
+        raise RuntimeError(f"turnspec sglang plugin: TURNSPEC_SGLANG_WIDTH={STATE.config.width} "
+                           "on a model with mamba state: its verify commits that state by "
+                           "DFLASH's block; "
                            "expected an attention-only target (or TURNSPEC_SGLANG_WIDTH=fixed)")
     try:
         STATE.plain = build(worker)
@@ -75,7 +78,8 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
                            f"backend and graphs failed to build: {type(e).__name__}: {e}; "
                            "expected them to build beside DFLASH's (or "
                            "TURNSPEC_SGLANG_WIDTH=fixed)") from e
-    STATE.pace, STATE.tally = Pace((1, int(worker.block_size))), Tally()
+    widths = (1,) if STATE.config.width == "plain" else (1, int(worker.block_size))
+    STATE.pace, STATE.tally = Pace(widths), Tally()  # "plain": one width, still timed
     return result
 
 

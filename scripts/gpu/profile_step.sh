@@ -7,14 +7,18 @@
 # torch profiler trace of STEPS decode steps taken mid-run through SGLang's /start_profile.
 # After sglang.sh unpack:
 #   MODES="trees lookup" LEVELS="1 32" [WORKLOADS="voice generic"] bash scripts/gpu/profile_step.sh
-# MODES: off (stock DFLASH), lookup, trees, graphs (trees with TURNSPEC_SGLANG_APPEND_GRAPHS=1).
+# MODES: off (stock DFLASH), lookup, trees, graphs (trees with TURNSPEC_SGLANG_APPEND_GRAPHS=1),
+# none (SGLang without speculation), plain (trees with TURNSPEC_SGLANG_WIDTH=plain: every decode
+# step the plugin's plain step on DFLASH's path; its cost against none's), plaingraphs (the same
+# with the append graphs).
 # Each mode's loadtest text and step summaries (trace_steps.py, read on the device) land in
 # $OUT/prof-MODE.tgz (WORKLOAD/cC*) once that mode is done; KEEP_TRACES=1 adds the raw traces
 # (~60 MB a mode and workload).
 set -uo pipefail
 source scripts/gpu/sglang_env.sh
 R=runs/prof; mkdir -p $R; MODES=${MODES:-trees lookup}; LEVELS=${LEVELS:-1 32}
-declare -A PORT=([off]=18040 [lookup]=18041 [trees]=18042 [graphs]=18043)
+declare -A PORT=([off]=18040 [lookup]=18041 [trees]=18042 [graphs]=18043 [none]=18044
+                 [plain]=18045 [plaingraphs]=18046)
 M=$(ts models prepare 2>/dev/null | tail -n 1)
 source scripts/gpu/independent_set.sh
 WORKLOADS=${WORKLOADS:-${WORKLOAD:-generic}}
@@ -29,9 +33,17 @@ for w in $WORKLOADS; do
 done
 for m in $MODES; do  # every server at once, STAGGER s apart; each KV pool capped at KV_TOKENS,
   # which each reaches whichever profiles its memory last (plugin_load.sh says why)
-  spec=$m ag=0; [ "$m" = graphs ] && spec=trees ag=1
-  TURNSPEC_SGLANG_SPEC=$spec TURNSPEC_SGLANG_APPEND_GRAPHS=$ag setsid nohup python3 -m sglang.launch_server --model-path "$M" \
-    --speculative-algorithm DFLASH --speculative-draft-model-path /tmp/sgcarry/drafter \
+  [ -n "${PORT[$m]:-}" ] || { echo "MODES: $m: expected one of ${!PORT[*]}" >&2; exit 2; }
+  spec=$m ag=0 width=fixed dflash=(--speculative-algorithm DFLASH
+                                   --speculative-draft-model-path /tmp/sgcarry/drafter)
+  case $m in
+    graphs) spec=trees ag=1 ;;
+    none) spec=off dflash=() ;;
+    plain) spec=trees width=plain ;;
+    plaingraphs) spec=trees width=plain ag=1 ;;
+  esac
+  TURNSPEC_SGLANG_SPEC=$spec TURNSPEC_SGLANG_APPEND_GRAPHS=$ag TURNSPEC_SGLANG_WIDTH=$width \
+  setsid nohup python3 -m sglang.launch_server --model-path "$M" "${dflash[@]}" \
     --attention-backend triton --sampling-backend pytorch --dtype bfloat16 \
     --mem-fraction-static "${MEM:-0.3}" --max-total-tokens "${KV_TOKENS:-100000}" \
     --cuda-graph-max-bs-decode 32 --enable-metrics --grammar-backend xgrammar --sleep-on-idle \

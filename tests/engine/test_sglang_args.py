@@ -63,7 +63,7 @@ def test_the_plugin_flags(smollm2_dir: Path) -> None:
                                            "served"))
     assert served.plugin.to_env()["TURNSPEC_SGLANG_WIDTH"] == "served"
     # the plugin's refusals name this command line's flags, not its environment
-    with pytest.raises(ValueError, match=r"^--sglang-spec-width served picks .*; expected "
+    with pytest.raises(ValueError, match=r"^--sglang-spec-width served runs the plugin.s plain decode step; expected "
                                          r"--sglang-spec lookup or trees, got 'off'$"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-spec-width", "served"))
     with pytest.raises(ValueError, match=r"^--sglang-append-graphs is the plugin's; expected "

@@ -20,6 +20,8 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
                            append_graphs=True)
     assert PluginConfig.from_env(checked.to_env()) == checked
     assert PluginConfig.from_env({ENV_MODE: "trees"}).width == "fixed"
+    plain = PluginConfig(mode="trees", width="plain")  # every decode step plain (a check)
+    assert PluginConfig.from_env(plain.to_env()) == plain
     opts = back.options()
     assert opts.branches == 1 and opts.lookup and opts.min_confidence == 0 and opts.lookup_below == 3.0
 
@@ -32,6 +34,7 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     ({ENV_MODE: "trees", "TURNSPEC_SGLANG_SYNC_CHECK": "yes"}, "SYNC_CHECK='yes': expected 0 or 1"),
     ({ENV_MODE: "trees", "TURNSPEC_SGLANG_WIDTH": "wide"}, "WIDTH='wide': expected one of"),
     ({ENV_MODE: "off", "TURNSPEC_SGLANG_WIDTH": "served"}, "expected TURNSPEC_SGLANG_SPEC=lookup"),
+    ({ENV_MODE: "off", "TURNSPEC_SGLANG_WIDTH": "plain"}, "WIDTH=plain runs the plugin's plain"),
     ({ENV_MODE: "trees", "TURNSPEC_SGLANG_APPEND_GRAPHS": "on"}, "GRAPHS='on': expected 0 or 1"),
     ({ENV_MODE: "off", "TURNSPEC_SGLANG_APPEND_GRAPHS": "1"}, "expected TURNSPEC_SGLANG_SPEC=lookup"),
 ])

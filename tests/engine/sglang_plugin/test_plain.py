@@ -72,3 +72,30 @@ def test_the_tally_reads_each_step_once_in_order() -> None:
     tally.push(16, torch.tensor([1], dtype=torch.int32))
     assert list(tally.ready()) == [(16, 3, 12), (16, 1, 1)]
     assert list(tally.ready()) == []
+
+
+def test_width_plain_runs_every_decode_step_plain_and_still_times_it(monkeypatch) -> None:
+    """TURNSPEC_SGLANG_WIDTH=plain (the check of what the plain step costs): a pace of one width
+    built with the worker's graphs, every decode step plain, a prefill DFLASH's, and the plain
+    steps' times in the server info."""
+    STATE.configure(PluginConfig(mode="lookup", plan_at="verify", width="plain"))
+    STATE.history, STATE.store, STATE.overlap, STATE.step = None, None, False, None
+    STATE.stats.clear()
+    monkeypatch.setattr(plain, "build", lambda worker: plain.PlainState(None, None))
+    worker = SimpleNamespace(block_size=16)
+    assert plain.after_init_cuda_graphs("graphs", worker) == "graphs"
+    assert STATE.pace.widths == (1,)
+    ran: list[str] = []
+    monkeypatch.setattr(plain, "step", lambda w, b, *a, **k: ran.append("plain") or result(1, [1]))
+
+    def wide_step(worker, b):
+        ran.append("wide")
+        return result(16, [1])
+
+    clock = iter([10.0, 10.002, 10.004, 10.006, 10.008])
+    monkeypatch.setattr(plain.time, "perf_counter", lambda: next(clock))
+    for extend in (True, False, False, False, False, False):
+        hooks.around_forward(wide_step, worker, batch(1, extend=extend))
+    assert ran == ["wide"] + ["plain"] * 5
+    assert STATE.report()["pace"]["steps"]["B1"] == {"width 1": {"step_ms": 2.0,
+                                                                 "row_tok_s": 500.0}}

@@ -30,6 +30,7 @@ from turnspec.workloads.synthetic import synthetic_id
 
 RenderFn = Callable[[Sequence[tuple[list[dict], list[ToolSpec] | None]]], list[list[int]]]
 RENDER_CHUNK = 1024     # prompts per render call (one tokenizer batch)
+Candidate = tuple[str, str, str, list[dict], list]  # (id, split, source, messages, tools JSON)
 
 
 def build_prompt_items(render: RenderFn, *, tool_conversations: int,
@@ -75,59 +76,70 @@ def build_prompt_items(render: RenderFn, *, tool_conversations: int,
     for name, frac in (("readback_frac", readback_frac), ("dictation_frac", dictation_frac)):
         if not 0.0 <= frac <= 1.0:
             raise ValueError(f"{name}: expected [0, 1], got {frac}")
-    if num_shards < 1 or not 0 <= shard < num_shards:
-        raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
-    if num_parts < 1 or not 0 <= part < num_parts:
-        raise ValueError(f"part {part} of {num_parts}: expected 0 <= part < num_parts")
-
-    # conversation -> its slot in the round robin by first appearance: the shard is slot %
-    # num_shards and the part within it slot // num_shards (the shards as with one part)
-    slot_of: dict[str, int] = {}
-    ours = shard + part * num_shards
-
-    def is_ours(conv: str) -> bool:
-        return slot_of.setdefault(conv, len(slot_of) % (num_shards * num_parts)) == ours
-
-    def mine(n: int, conv_id: Callable[[int], str]) -> list[int]:
-        """The indices of the n conversations this shard's part builds (every one takes its
-        turn)."""
-        return [i for i in range(n) if is_ours(conv_id(i))]
-
-    def candidates() -> Iterator[tuple[str, str, str, list[dict], list]]:
-        """(id, split, source, messages, tools) of this shard's prompts, in the order that fixes
-        shards."""
-        for split, n in (("train", tool_conversations), ("heldout", heldout_conversations)):
-            convs = generate_conversations(
-                n, seed=seed, split=split, workload=workload,
-                indices=mine(n, lambda i, split=split: conversation_id_of(seed, split, i)))
-            turns = [(t, "tools") for t in turns_for_prompting(convs)]
-            silent = {c.id for c in convs} - {t.conversation_id for t, _ in turns}
-            if silent:
-                raise RuntimeError(f"conversations {sorted(silent)[:3]} gave no prompt, so the "
-                                   "shards by index no longer match the shards by first "
-                                   "appearance: build_prompt_items needs a change")
-            for source, extend, frac in (("readback", readback_conversations, readback_frac),
-                                         ("dictation", dictation_conversations, dictation_frac)):
-                turns += [(t, source) for t in turns_for_prompting(extend(convs, frac, seed=seed))
-                          if t.expected is None]
-            for turn, source in turns:
-                yield f"{turn.conversation_id}:{turn.turn}", split, source, turn.messages, turn.tools
-        for conv in generic_prompts(generic):
-            split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
-            yield conv.id, split, "generic", conv.messages, []
-        for split, n in (("train", synthetic_conversations), ("heldout", synthetic_heldout)):
-            # synthetic calls likewise: new conversations in index order, each from its own seed
-            own = mine(n, lambda i, split=split: synthetic_id(seed, split, i))
-            for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split,
-                                                                        indices=own)):
-                yield f"{turn.conversation_id}:{turn.turn}", split, "synthetic", turn.messages, turn.tools
-
-    wanted = (c for c in candidates()
-            if is_ours(conversation_key(c[0])) and (keep is None or keep(c[0])))
+    ours = RoundRobin(shard, num_shards, part, num_parts)
+    wanted = (c for c in prompt_candidates(
+        ours, seed=seed, workload=workload,
+        tools=(("train", tool_conversations), ("heldout", heldout_conversations)),
+        copies=(("readback", readback_conversations, readback_frac),
+                ("dictation", dictation_conversations, dictation_frac)),
+        generic=generic, generic_heldout_frac=generic_heldout_frac,
+        synthetic=(("train", synthetic_conversations), ("heldout", synthetic_heldout)))
+        if ours.takes(conversation_key(c[0])) and (keep is None or keep(c[0])))
     return render_items(render, wanted, max_prompt_tokens)
 
 
-Candidate = tuple[str, str, str, list[dict], list]  # (id, split, source, messages, tools JSON)
+class RoundRobin:
+    """Which conversations a shard's part builds: each conversation's slot in a round robin
+    by first appearance; the shard is slot % num_shards and the part within it slot //
+    num_shards (the shards as with one part)."""
+
+    def __init__(self, shard: int, num_shards: int, part: int, num_parts: int) -> None:
+        if num_shards < 1 or not 0 <= shard < num_shards:
+            raise ValueError(f"shard {shard} of {num_shards}: expected 0 <= shard < num_shards")
+        if num_parts < 1 or not 0 <= part < num_parts:
+            raise ValueError(f"part {part} of {num_parts}: expected 0 <= part < num_parts")
+        self.slots, self.ours = num_shards * num_parts, shard + part * num_shards
+        self.slot_of: dict[str, int] = {}
+
+    def takes(self, conv: str) -> bool:
+        return self.slot_of.setdefault(conv, len(self.slot_of) % self.slots) == self.ours
+
+    def mine(self, n: int, conv_id: Callable[[int], str]) -> list[int]:
+        """The indices of the n conversations this shard's part builds (every one takes its
+        turn)."""
+        return [i for i in range(n) if self.takes(conv_id(i))]
+
+
+def prompt_candidates(ours: RoundRobin, *, seed: int, workload: int,
+               tools: Sequence[tuple[str, int]], copies: Sequence[tuple[str, Callable, float]],
+               generic: int | None, generic_heldout_frac: float,
+               synthetic: Sequence[tuple[str, int]]) -> Iterator[Candidate]:
+    """(id, split, source, messages, tools) of the prompts `ours` builds (build_prompt_items'
+    arguments), in the order that fixes shards: the tool conversations of each split with
+    their readback and dictation copies, the generic prompts, the synthetic calls."""
+    for split, n in tools:
+        convs = generate_conversations(
+            n, seed=seed, split=split, workload=workload,
+            indices=ours.mine(n, lambda i, split=split: conversation_id_of(seed, split, i)))
+        turns = [(t, "tools") for t in turns_for_prompting(convs)]
+        silent = {c.id for c in convs} - {t.conversation_id for t, _ in turns}
+        if silent:
+            raise RuntimeError(f"conversations {sorted(silent)[:3]} gave no prompt, so the "
+                               "shards by index no longer match the shards by first "
+                               "appearance: build_prompt_items needs a change")
+        for source, extend, frac in copies:
+            turns += [(t, source) for t in turns_for_prompting(extend(convs, frac, seed=seed))
+                      if t.expected is None]
+        for turn, source in turns:
+            yield f"{turn.conversation_id}:{turn.turn}", split, source, turn.messages, turn.tools
+    for conv in generic_prompts(generic):
+        split = "heldout" if stable_unit(conv.id) < generic_heldout_frac else "train"
+        yield conv.id, split, "generic", conv.messages, []
+    for split, n in synthetic:  # synthetic calls likewise: new conversations in index order
+        own = ours.mine(n, lambda i, split=split: synthetic_id(seed, split, i))
+        for turn in turns_for_prompting(synthetic_conversations_of(n, seed=seed, split=split,
+                                                                    indices=own)):
+            yield f"{turn.conversation_id}:{turn.turn}", split, "synthetic", turn.messages, turn.tools
 
 
 def render_items(render: RenderFn, candidates: Iterable[Candidate],

@@ -3,10 +3,11 @@ the same prompts (seeded synthetic prompts of IN tokens, written once in both to
 formats), the same max output tokens, concurrency and request count. Prints both tools' tables
 and TTFT / ITL p50 and p90 side by side, and writes everything to one JSON.
 
-    python scripts/loadtest/aiperf_compare.py --aiperf /work/wt/aiperf-venv/bin/aiperf \
+    python scripts/loadtest/aiperf_compare.py --aiperf AIPERF_VENV/bin/aiperf \
         --input-tokens 128 --output-tokens 64 --concurrency 4 --requests 60 --out out/aiperf.json
 
-AIPerf lives in its own venv (its pins clash with the project's). Metric pairs, by definition:
+AIPerf lives in its own venv (its pins clash with the project's): `python -m venv AIPERF_VENV &&
+AIPERF_VENV/bin/pip install aiperf==0.13.0` (the version compared in docs/benchmarks.md). Metric pairs, by definition:
 TTFT = TTFT; AIPerf's `inter_token_latency` is per request (E2E - TTFT) / (tokens - 1), our
 `tpot_ms`; AIPerf's `inter_chunk_latency` is every gap between content chunks, our `itl_ms`.
 """
@@ -17,6 +18,7 @@ import argparse
 import json
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import threading
@@ -171,7 +173,8 @@ def comparison(export: dict[str, Any], ours: dict[str, Any]) -> list[dict[str, A
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--aiperf", default="/work/wt/aiperf-venv/bin/aiperf")
+    p.add_argument("--aiperf", default="aiperf",
+                   help="AIPerf's executable (default: aiperf on PATH; its own venv's bin/aiperf)")
     p.add_argument("--url", help="an already running server's http://HOST:PORT (default: "
                    "start turnspec serve with the real model)")
     p.add_argument("--model-dir", default=None, help="model folder (default: SmolLM2)")
@@ -189,6 +192,9 @@ def main() -> int:
     p.add_argument("--work", default="out/aiperf-compare")
     p.add_argument("--out", default="out/aiperf-compare/compare.json")
     args = p.parse_args()
+    if shutil.which(args.aiperf) is None:
+        raise SystemExit(f"--aiperf {args.aiperf}: no such executable; expected AIPerf's, e.g. "
+                         "its own venv's bin/aiperf (this file's docstring says how to make it)")
     if args.model_dir is None:
         from turnspec.engine.model.prepare import prepare_default_model
 

@@ -17,6 +17,7 @@ SHARED_ENGINE_FLAGS = ("model", "speculator", "spec_block_size", "spec_datastore
 
 # the plugin's environment (what SGLang's own server reads) as this command line spells it
 FLAG_OF = {f"{plugin_env.ENV_APPEND_GRAPHS}=1": "--sglang-append-graphs",
+           plugin_env.ENV_EARLY: "--sglang-early-first-token",
            plugin_env.ENV_LEARN: "--spec-datastore-learn", plugin_env.ENV_DATASTORE: "--spec-datastore",
            plugin_env.ENV_PLAN_AT: "--sglang-spec-plan-at", plugin_env.ENV_WIDTH: "--sglang-spec-width",
            plugin_env.ENV_MODE: "--sglang-spec"}
@@ -55,6 +56,11 @@ def add_sglang_args(p: argparse.ArgumentParser) -> None:
                    help="the plugin replays DFLASH's write of the drafter's context after each "
                         "decode step from CUDA graphs captured at start, in place of SGLang's "
                         "eager write (engine/sglang_plugin/append_graphs.py)")
+    g.add_argument("--sglang-early-first-token", type=int, default=0, metavar="ROWS",
+                   help="a decode step of at most ROWS rows right after a prefill is launched "
+                        "once the prefill's first token is out, not before (SGLang's overlap "
+                        "hands it back after launching that step; engine/sglang_plugin/"
+                        "first_token.py); 0 = SGLang's overlap (default: %(default)s)")
 
 
 def sglang_extra(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -93,6 +99,7 @@ def sglang_config_from_args(args: argparse.Namespace) -> SGLangConfig:
         plugin = PluginConfig(mode=args.sglang_spec, plan_at=args.sglang_spec_plan_at,
                               datastore=store, width=args.sglang_spec_width,
                               append_graphs=args.sglang_append_graphs,
+                              early_rows=args.sglang_early_first_token,
                               learn_tokens=args.spec_datastore_learn_tokens if learn else 0)
     except ValueError as e:
         raise ValueError(in_flags(str(e))) from None

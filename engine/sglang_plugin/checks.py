@@ -21,6 +21,7 @@ GRAMMAR_WALK = "sglang.srt.speculative.spec_utils.traverse_tree"
 TP_WORKER = "sglang.srt.managers.tp_worker.TpModelWorker"
 MASK_POLICY = "sglang.srt.speculative.dflash_utils.resolve_dflash_verify_mask_policy"
 GRAPH_RUNNER = "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner"
+FORWARD_MODE = "sglang.srt.model_executor.forward_batch_info.ForwardMode"
 
 # dotted target -> (positional parameters, keyword-only parameters) as in SGLANG_VERSION
 PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -34,6 +35,9 @@ PINNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     f"{SAMPLER}.__call__": (("self", "hidden_states", "input_ids"), ()),
     f"{VERIFY_INPUT}.prepare_for_verify": (("self", "batch", "target_worker"), ()),
     f"{SCHEDULER}.get_internal_state": (("self", "recv_req"), ()),
+    f"{SCHEDULER}.is_disable_overlap_for_batch": (("self", "batch", "last_batch"), ()),
+    f"{FORWARD_MODE}.is_decode": (("self",), ()),
+    f"{FORWARD_MODE}.is_extend_without_speculative": (("self",), ()),
     f"{GRAMMAR_TREE}.from_linear_chain": (("verify_ids_2d",), ()),  # a classmethod, bound
     GRAMMAR_WALK: (("retrieve_next_token", "retrieve_next_sibling", "draft_tokens", "grammar",
                     "allocate_token_bitmask", "vocab_size"), ()),

@@ -19,6 +19,9 @@ environment of the process that started them).
     TURNSPEC_SGLANG_APPEND_GRAPHS   1: the drafter's context write after each decode step
                                     replayed from CUDA graphs (append_graphs.py; 0 or unset:
                                     SGLang's eager write)
+    TURNSPEC_SGLANG_EARLY_FIRST_TOKEN N: a decode step of at most N rows right after a
+                                    prefill waits for the prefill's first token to go out
+                                    (first_token.py; 0 or unset: SGLang's overlap)
     TURNSPEC_SGLANG_SYNC_CHECK      1: count the host syncs inside the plugin's step work
                                     (state.sync_free; a check for tests, 0 or unset: off)
 
@@ -44,6 +47,7 @@ ENV_LEARN = "TURNSPEC_SGLANG_DATASTORE_LEARN"
 ENV_SYNC_CHECK = "TURNSPEC_SGLANG_SYNC_CHECK"
 ENV_WIDTH = "TURNSPEC_SGLANG_WIDTH"
 ENV_APPEND_GRAPHS = "TURNSPEC_SGLANG_APPEND_GRAPHS"
+ENV_EARLY = "TURNSPEC_SGLANG_EARLY_FIRST_TOKEN"
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,6 +67,7 @@ class PluginConfig:
     width: str = "fixed"  # "served": plain decode where it commits more a second (plain.py);
     # "plain": every decode step plain (a check of the plain step's cost)
     append_graphs: bool = False  # the drafter's context writes from CUDA graphs (append_graphs.py)
+    early_rows: int = 0  # > 0: a prefill's first token out before a decode of <= this many rows
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -84,6 +89,11 @@ class PluginConfig:
         if self.append_graphs and self.mode == "off":
             raise ValueError(f"{ENV_APPEND_GRAPHS}=1 is the plugin's; expected {ENV_MODE}=lookup "
                              "or trees, got 'off'")
+        if not isinstance(self.early_rows, int) or self.early_rows < 0:
+            raise ValueError(f"{ENV_EARLY}={self.early_rows!r}: expected rows >= 0")
+        if self.early_rows and self.mode == "off":
+            raise ValueError(f"{ENV_EARLY}={self.early_rows} is the plugin's; expected "
+                             f"{ENV_MODE}=lookup or trees, got 'off'")
         if not isinstance(self.learn_tokens, int) or self.learn_tokens < 0:
             raise ValueError(f"{ENV_LEARN}={self.learn_tokens!r}: expected tokens >= 0")
 
@@ -107,6 +117,9 @@ class PluginConfig:
         learn = env.get(ENV_LEARN) or "0"
         if not learn.isdigit():
             raise ValueError(f"{ENV_LEARN}={learn!r}: expected a number of tokens")
+        early = env.get(ENV_EARLY) or "0"
+        if not early.isdigit():
+            raise ValueError(f"{ENV_EARLY}={early!r}: expected a number of rows")
         check, graphs = env.get(ENV_SYNC_CHECK) or "0", env.get(ENV_APPEND_GRAPHS) or "0"
         for name, value in ((ENV_SYNC_CHECK, check), (ENV_APPEND_GRAPHS, graphs)):
             if value not in ("0", "1"):
@@ -115,11 +128,12 @@ class PluginConfig:
                    plan_at=env.get(ENV_PLAN_AT, "device") or "device",
                    datastore=env.get(ENV_DATASTORE) or None, learn_tokens=int(learn),
                    sync_check=check == "1", width=env.get(ENV_WIDTH, "fixed") or "fixed",
-                   append_graphs=graphs == "1")
+                   append_graphs=graphs == "1", early_rows=int(early))
 
     def to_env(self) -> dict[str, str]:
         """The environment that arms the plugin in SGLang's processes with this config."""
         return {ENV_MODE: self.mode, ENV_LOOKUP_BELOW: repr(self.lookup_below),
                 ENV_PLAN_AT: self.plan_at, ENV_DATASTORE: self.datastore or "",
                 ENV_LEARN: str(self.learn_tokens), ENV_SYNC_CHECK: str(int(self.sync_check)),
-                ENV_WIDTH: self.width, ENV_APPEND_GRAPHS: str(int(self.append_graphs))}
+                ENV_WIDTH: self.width, ENV_APPEND_GRAPHS: str(int(self.append_graphs)),
+                ENV_EARLY: str(self.early_rows)}

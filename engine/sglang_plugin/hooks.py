@@ -36,6 +36,9 @@ datastore's in datastore.py; `install` registers them all):
                                              finished answer joins it
     Scheduler.get_internal_state             AFTER: the plugin's counters in SGLang's own
                                              server info (`internal_states[i]["turnspec"]`)
+    Scheduler.is_disable_overlap_for_batch   AROUND: with an early first token, a small decode
+                                             step after a prefill waits for the prefill's
+                                             result to be processed (first_token.py)
 
 Where the plan runs (plan_at, config.py):
     verify  the plan reads the drafter's block on the host (a sync), then SGLang loads the
@@ -51,7 +54,14 @@ from typing import Any
 
 import torch
 
-from turnspec.engine.sglang_plugin import append_graphs, draft_head, grammar_walk, plain, trees
+from turnspec.engine.sglang_plugin import (
+    append_graphs,
+    draft_head,
+    first_token,
+    grammar_walk,
+    plain,
+    trees,
+)
 from turnspec.engine.sglang_plugin.checks import (
     GRAMMAR_MASK,
     GRAMMAR_TREE,
@@ -240,6 +250,9 @@ def install(registry: Any, hook_type: Any) -> None:
     if STATE.config.width != "fixed":
         registry.register(f"{WORKER}.init_cuda_graphs", plain.after_init_cuda_graphs,
                           hook_type.AFTER)
+    if STATE.config.early_rows:
+        registry.register(f"{SCHEDULER}.is_disable_overlap_for_batch",
+                          first_token.around_disable_overlap, hook_type.AROUND)
     if STATE.config.append_graphs:
         registry.register(f"{WORKER}.init_cuda_graphs", append_graphs.after_init_cuda_graphs,
                           hook_type.AFTER)

@@ -10,7 +10,9 @@
 # (the default, planned on the GPU), ts-trees (--sglang-spec trees: verify trees), ts-trees32 (the
 # same with --spec-block-size 32: a 32-node tree a row, the drafter's block of 16 beside more
 # branches), ts-served (trees or plain decode, step by step: --sglang-spec-width served),
-# ts-trees-asyncio (ts-trees on the standard asyncio loop instead of uvloop), all `turnspec
+# ts-trees-asyncio (ts-trees on the standard asyncio loop instead of uvloop), ts-early (ts-trees
+# with --sglang-early-first-token $EARLY_ROWS, 8: a decode step of <= 8 rows after a prefill is
+# launched once its first token is out), all `turnspec
 # serve --engine sglang`; sg-lookup is `python -m sglang.launch_server` with DFLASH and the
 # plugin armed (TURNSPEC_SGLANG_SPEC=$SG_SPEC: lookup, or trees).
 # `up` also times the plugin's grammar walk against SGLang's on this host (grammar-walk.txt).
@@ -74,7 +76,7 @@ SG_WIDTH=${SG_WIDTH:-fixed}       # sg-lookup's TURNSPEC_SGLANG_WIDTH (served: i
 read -r -a more <<< "${TS_ARGS:-}"; read -r -a sg_more <<< "${SG_ARGS:-}"  # extra server flags
 declare -A PORT=([ts-none]=18031 [ts-stock]=18032 [ts-lookup]=18033 [sg-lookup]=18034 [ts-device]=18036
                  [ts-trees]=18037 [ts-trees32]=18038 [ts-served]=18039
-                 [ts-trees-asyncio]=18040)
+                 [ts-trees-asyncio]=18040 [ts-early]=18041)
 start() {  # start NAME: the server in the background, its log and pid under $R
   local name=$1 port=${PORT[$1]} args=()
   case $name in
@@ -86,6 +88,7 @@ start() {  # start NAME: the server in the background, its log and pid under $R
     ts-trees32) args=(--speculator "$D" --sglang-spec trees --spec-block-size 32) ;;
     ts-trees-asyncio) args=(--speculator "$D" --sglang-spec trees --event-loop asyncio) ;;
     ts-served) args=(--speculator "$D" --sglang-spec trees --sglang-spec-width served) ;;
+    ts-early) args=(--speculator "$D" --sglang-spec trees --sglang-early-first-token "${EARLY_ROWS:-8}") ;;
   esac
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT TURNSPEC_SGLANG_WIDTH=$SG_WIDTH setsid nohup python3 -m sglang.launch_server --model-path "$M" \

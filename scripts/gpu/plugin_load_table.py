@@ -19,7 +19,8 @@ ts-lookup (the plugin planning on the host: --sglang-spec-plan-at verify), ts-de
 the GPU, the default: the plugin the bars judge where it ran; ts-lookup is then judged by the
 same tok/s bar as `verify`), ts-trees (verify trees, --sglang-spec trees), ts-served (trees or
 plain decode step by step, --sglang-spec-width served: judged first where it ran, then ts-trees),
-ts-trees32 (trees of 32 nodes: shown, not judged), sg-lookup and WORKLOAD in voice, generic; a
+ts-trees32 (trees of 32 nodes: shown, not judged), ts-early (ts-trees with an early first token:
+shown, not judged), sg-lookup and WORKLOAD in voice, generic; a
 missing file leaves its cells empty. Several RUN_DIRs (sessions, hosts) pool their rounds: each
 folder's round K pairs only with the same folder's round K (files as `tar xzf` of each session's
 plugin-load.tgz leaves them, no renaming).
@@ -37,7 +38,7 @@ from typing import Any
 from same_tokens_table import levels
 
 NAMES = ("ts-none", "ts-stock", "ts-lookup", "ts-device", "ts-trees", "ts-trees32", "ts-served",
-         "sg-lookup")
+         "ts-early", "sg-lookup")
 WORKLOADS = ("voice", "generic")
 C1_BAR = {"voice": 1.5, "generic": 1.2}
 C8_BAR, C32_FLOOR, TTFT_MS, OWN_SERVER = 1.2, 0.97, 1.0, 0.05

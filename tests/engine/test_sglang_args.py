@@ -69,6 +69,14 @@ def test_the_plugin_flags(smollm2_dir: Path) -> None:
     with pytest.raises(ValueError, match=r"^--sglang-append-graphs is the plugin's; expected "
                                          r"--sglang-spec lookup or trees, got 'off'$"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-append-graphs"))
+    with pytest.raises(ValueError, match=r"^--sglang-early-first-token 4 is the plugin's; "
+                                         r"expected --sglang-spec lookup or trees, got 'off'$"):
+        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-early-first-token",
+                                      "4"))
+    early = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
+                                          "--sglang-spec", "trees", "--sglang-early-first-token",
+                                          "1"))
+    assert early.plugin.to_env()["TURNSPEC_SGLANG_EARLY_FIRST_TOKEN"] == "1"
     with pytest.raises(ValueError, match=r"^--sglang-spec trees plans on the GPU; expected "
                                          r"--sglang-spec-plan-at device, got 'verify'$"):
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",

@@ -22,6 +22,8 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     assert PluginConfig.from_env({ENV_MODE: "trees"}).width == "fixed"
     plain = PluginConfig(mode="trees", width="plain")  # every decode step plain (a check)
     assert PluginConfig.from_env(plain.to_env()) == plain
+    early = PluginConfig(mode="lookup", early_rows=4)
+    assert PluginConfig.from_env(early.to_env()) == early
     opts = back.options()
     assert opts.branches == 1 and opts.lookup and opts.min_confidence == 0 and opts.lookup_below == 3.0
 
@@ -37,6 +39,8 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     ({ENV_MODE: "off", "TURNSPEC_SGLANG_WIDTH": "plain"}, "WIDTH=plain runs the plugin's plain"),
     ({ENV_MODE: "trees", "TURNSPEC_SGLANG_APPEND_GRAPHS": "on"}, "GRAPHS='on': expected 0 or 1"),
     ({ENV_MODE: "off", "TURNSPEC_SGLANG_APPEND_GRAPHS": "1"}, "expected TURNSPEC_SGLANG_SPEC=lookup"),
+    ({ENV_MODE: "trees", "TURNSPEC_SGLANG_EARLY_FIRST_TOKEN": "-1"}, "'-1': expected a number"),
+    ({ENV_MODE: "off", "TURNSPEC_SGLANG_EARLY_FIRST_TOKEN": "4"}, "FIRST_TOKEN=4 is the plugin's"),
 ])
 def test_a_bad_environment_is_refused(env: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):

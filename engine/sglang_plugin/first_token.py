@@ -4,17 +4,19 @@
 SGLang's overlap scheduler launches batch k+1 before it processes batch k's result
 (`Scheduler.event_loop_overlap`), so the first token of a prefill reaches its client only after
 the host has launched the decode step that follows: a DFLASH step's draft, plan and verify, all
-host work at low load. The longer that launch, the later the first token: on the H100 (host A,
-2026-12-07) generic TTFT p50 at one stream was 20.5 ms without speculation, 27.4 with stock DFLASH
-and 33.7 with the plugin's trees, whose step the host launches more slowly.
+host work at low load. The longer that launch, the later the first token (docs/benchmarks.md:
+generic TTFT at one stream rises from no speculation to stock DFLASH to the plugin's trees, whose
+step the host launches more slowly).
 
 With N > 0, a decode step of at most N rows that follows a prefill is not overlapped with it:
-SGLang processes the prefill's result first (the path it takes itself between two prefills with
-SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP, and at this very boundary for a batch under a grammar),
-so the first token goes out as soon as the prefill is done, and the decode step is launched
-after. What it costs: that decode step no longer overlaps the prefill's GPU work (about the
-prefill's GPU time, once per new request). Above N rows the boundary comes at most steps and that
-cost adds up, so it keeps SGLang's overlap.
+SGLang processes the prefill's result first, the path it takes itself between two prefills with
+SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP and before any step of a speculative algorithm that
+cannot advance a grammar inside its verify (DFLASH can: under a grammar it advances the grammar
+over the prefill's token mid-launch and still sends the token after). So the first token goes
+out as soon as the prefill is done, and the decode step is launched after. What it costs: that
+step no longer overlaps the prefill's GPU work (about the prefill's GPU time, once per new
+request). Above N rows the boundary comes at most steps and that cost adds up, so they keep
+SGLang's overlap.
 """
 
 from __future__ import annotations

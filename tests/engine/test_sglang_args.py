@@ -47,40 +47,43 @@ def test_config_from_the_flags(smollm2_dir: Path) -> None:
 
 
 def test_the_plugin_flags(smollm2_dir: Path) -> None:
-    cfg = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
-                                        "--sglang-spec", "lookup",
-                                        "--sglang-spec-plan-at", "verify"))
-    assert cfg.plugin.mode == "lookup" and cfg.plugin.plan_at == "verify"
+    def cfg(*flags: str):
+        return sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator",
+                                             "default", *flags)).plugin
+
+    lookup = cfg("--sglang-spec", "lookup", "--sglang-spec-plan-at", "verify")
+    assert lookup.mode == "lookup" and lookup.plan_at == "verify"
     assert sglang_config_from_args(_args("--model", str(smollm2_dir))).plugin.plan_at == "device"
     with pytest.raises(SystemExit):
         _args("--sglang-spec-plan-at", "later")
-    trees = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
-                                          "--sglang-spec", "trees"))
-    assert trees.plugin.mode == "trees" and trees.plugin.to_env()["TURNSPEC_SGLANG_SPEC"] == "trees"
-    assert trees.plugin.width == "fixed"
-    served = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
-                                           "--sglang-spec", "trees", "--sglang-spec-width",
-                                           "served"))
-    assert served.plugin.to_env()["TURNSPEC_SGLANG_WIDTH"] == "served"
-    # the plugin's refusals name this command line's flags, not its environment
-    with pytest.raises(ValueError, match=r"^--sglang-spec-width served runs the plugin.s plain decode step; expected "
-                                         r"--sglang-spec lookup or trees, got 'off'$"):
-        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-spec-width", "served"))
-    with pytest.raises(ValueError, match=r"^--sglang-append-graphs is the plugin's; expected "
-                                         r"--sglang-spec lookup or trees, got 'off'$"):
-        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-append-graphs"))
-    with pytest.raises(ValueError, match=r"^--sglang-early-first-token 4 is the plugin's; "
-                                         r"expected --sglang-spec lookup or trees, got 'off'$"):
-        sglang_config_from_args(_args("--model", str(smollm2_dir), "--sglang-early-first-token",
-                                      "4"))
-    early = sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
-                                          "--sglang-spec", "trees", "--sglang-early-first-token",
-                                          "1"))
-    assert early.plugin.to_env()["TURNSPEC_SGLANG_EARLY_FIRST_TOKEN"] == "1"
-    with pytest.raises(ValueError, match=r"^--sglang-spec trees plans on the GPU; expected "
-                                         r"--sglang-spec-plan-at device, got 'verify'$"):
+    trees = cfg("--sglang-spec", "trees")
+    assert trees.mode == "trees" and trees.to_env()["TURNSPEC_SGLANG_SPEC"] == "trees"
+    assert trees.width == "fixed" and trees.early_rows == 0
+    served = cfg("--sglang-spec", "trees", "--sglang-spec-width", "served")
+    assert served.to_env()["TURNSPEC_SGLANG_WIDTH"] == "served"
+    early = cfg("--sglang-spec", "trees", "--sglang-early-first-token", "1")
+    assert early.to_env()["TURNSPEC_SGLANG_EARLY_FIRST_TOKEN"] == "1"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--sglang-spec-width", "served"),
+     "--sglang-spec-width served runs the plugin's plain decode step; expected --sglang-spec "
+     "lookup or trees, got 'off'"),
+    (("--sglang-append-graphs",),
+     "--sglang-append-graphs is the plugin's; expected --sglang-spec lookup or trees, got 'off'"),
+    (("--sglang-early-first-token", "4"),
+     "--sglang-early-first-token 4 is the plugin's; expected --sglang-spec lookup or trees, "
+     "got 'off'"),
+    (("--sglang-spec", "trees", "--sglang-spec-plan-at", "verify"),
+     "--sglang-spec trees plans on the GPU; expected --sglang-spec-plan-at device, got 'verify'"),
+])
+def test_the_plugins_refusals_name_the_command_lines_flags(smollm2_dir: Path, flags: tuple,
+                                                            message: str) -> None:
+    """Not the environment variables the plugin reads, which a CLI user never set."""
+    with pytest.raises(ValueError) as refused:
         sglang_config_from_args(_args("--model", str(smollm2_dir), "--speculator", "default",
-                                      "--sglang-spec", "trees", "--sglang-spec-plan-at", "verify"))
+                                      *flags))
+    assert str(refused.value) == message
 
 
 def test_the_datastore_flags_arm_the_trees_branch_or_are_refused(smollm2_dir: Path,

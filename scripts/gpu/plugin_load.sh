@@ -92,11 +92,9 @@ start() {  # start NAME: the server in the background, its log and pid under $R
   esac
   if [ "$name" = sg-lookup ]; then
     TURNSPEC_SGLANG_SPEC=$SG_SPEC TURNSPEC_SGLANG_PLAN_AT=$SG_PLAN_AT TURNSPEC_SGLANG_WIDTH=$SG_WIDTH setsid nohup python3 -m sglang.launch_server --model-path "$M" \
-      --speculative-algorithm DFLASH --speculative-draft-model-path "$D" \
-      --attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar \
-      --dtype bfloat16 --mem-fraction-static "${MEM:-0.3}" --cuda-graph-max-bs-decode 32 \
-      --max-total-tokens "$KV" --sleep-on-idle \
-      --enable-metrics --host 127.0.0.1 --port "$port" "${sg_more[@]}" > $R/$name.log 2>&1 < /dev/null &
+      --speculative-algorithm DFLASH --speculative-draft-model-path "$D" "${SG_SERVER_FLAGS[@]}" \
+      --mem-fraction-static "${MEM:-0.3}" --max-total-tokens "$KV" \
+      --port "$port" "${sg_more[@]}" > $R/$name.log 2>&1 < /dev/null &
   else
     setsid nohup "$PY" -m turnspec.cli.main serve "${ENG[@]}" --model "$M" "${args[@]}" \
       --port "$port" --grpc-port -1 "${more[@]}" > $R/$name.log 2>&1 < /dev/null &

@@ -44,10 +44,8 @@ for m in $MODES; do  # every server at once, STAGGER s apart; each KV pool cappe
   esac
   TURNSPEC_SGLANG_SPEC=$spec TURNSPEC_SGLANG_APPEND_GRAPHS=$ag TURNSPEC_SGLANG_WIDTH=$width \
   setsid nohup python3 -m sglang.launch_server --model-path "$M" "${dflash[@]}" \
-    --attention-backend triton --sampling-backend pytorch --dtype bfloat16 \
-    --mem-fraction-static "${MEM:-0.3}" --max-total-tokens "${KV_TOKENS:-100000}" \
-    --cuda-graph-max-bs-decode 32 --enable-metrics --grammar-backend xgrammar --sleep-on-idle \
-    --host 127.0.0.1 --port "${PORT[$m]}" > $R/$m-server.log 2>&1 < /dev/null &
+    "${SG_SERVER_FLAGS[@]}" --mem-fraction-static "${MEM:-0.3}" \
+    --max-total-tokens "${KV_TOKENS:-100000}" --port "${PORT[$m]}" > $R/$m-server.log 2>&1 < /dev/null &
   echo $! > $R/$m.pid; sleep "${STAGGER:-10}"
 done
 for m in $MODES; do

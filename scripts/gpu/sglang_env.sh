@@ -11,3 +11,8 @@ export PYTHONPATH=/tmp/sgsite:/tmp/ts PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
   SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 TOKENIZERS_PARALLELISM=false TRITON_INTERPRET=0
 ts() { python3 -m turnspec.cli.main "$@"; }
 source scripts/gpu/health.sh  # healthy, wait_healthy
+# SGLang's own server as the plugin's measurements start it (profile_step.sh, plugin_load.sh),
+# beside each script's memory, KV pool, port and speculation flags
+SG_SERVER_FLAGS=(--attention-backend triton --sampling-backend pytorch --grammar-backend xgrammar
+                 --dtype bfloat16 --cuda-graph-max-bs-decode 32 --enable-metrics --sleep-on-idle
+                 --host 127.0.0.1)

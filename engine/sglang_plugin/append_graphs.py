@@ -58,8 +58,8 @@ class Captured:
     def load(self, hidden: torch.Tensor, positions: torch.Tensor, loc2d: torch.Tensor,
              commit: torch.Tensor) -> None:
         """A step's inputs of bs <= this graph's rows into its buffers; padding rows commit 0."""
-        bs, n = int(loc2d.shape[0]), int(hidden.shape[0])
-        self.hidden[:n].copy_(hidden)
+        bs, n = int(loc2d.shape[0]), int(hidden.shape[0])  # the 1-D slots stay: SGLang reads
+        self.hidden[:n].copy_(hidden)                       # them only without the 2-D ones
         self.positions[:n].copy_(positions.reshape(-1))
         self.loc2d[:bs].copy_(loc2d)
         self.commit[:bs].copy_(commit)
@@ -147,8 +147,7 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("turnspec sglang plugin: append graphs replay beside the target's "
                            "decode CUDA graphs, which are off; expected CUDA graphs on (or "
                            "TURNSPEC_SGLANG_APPEND_GRAPHS=0)")
-    width = STATE.config.width  # "plain": no step of DFLASH's width to write after
-    widths = ([] if width == "plain" else [int(worker.block_size)]) + ([1] if width != "fixed" else [])
+    widths = list(STATE.config.step_widths(int(worker.block_size)))
     STATE.append_graphs = capture(worker, [int(b) for b in runner.capture_bs], widths)
     return result
 

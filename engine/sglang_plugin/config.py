@@ -101,6 +101,11 @@ class PluginConfig:
     def armed(self) -> bool:
         return self.mode != "off"
 
+    def step_widths(self, block: int) -> tuple[int, ...]:
+        """The verify widths a decode step may take, narrowest first: DFLASH's `block` (width
+        "fixed"), that or plain decode's one token a row ("served"), plain decode only ("plain")."""
+        return {"fixed": (block,), "served": (1, block), "plain": (1,)}[self.width]
+
     def options(self) -> SpecOptions:
         """The speculation core's options: whole blocks (SGLang verifies its block's full
         width), the lookup rule, one block a row."""

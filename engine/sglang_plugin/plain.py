@@ -78,8 +78,8 @@ def after_init_cuda_graphs(result: Any, *args: Any, **kwargs: Any) -> Any:
                            f"backend and graphs failed to build: {type(e).__name__}: {e}; "
                            "expected them to build beside DFLASH's (or "
                            "TURNSPEC_SGLANG_WIDTH=fixed)") from e
-    widths = (1,) if STATE.config.width == "plain" else (1, int(worker.block_size))
-    STATE.pace, STATE.tally = Pace(widths), Tally()  # "plain": one width, still timed
+    # "plain": one width, still timed
+    STATE.pace, STATE.tally = Pace(STATE.config.step_widths(int(worker.block_size))), Tally()
     return result
 
 

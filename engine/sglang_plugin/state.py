@@ -88,8 +88,8 @@ class PluginState:
 
     def configure(self, config: PluginConfig) -> None:
         self.config, self.options = config, config.options()
-        self.plain = self.pace = self.tally = None  # built with the worker's graphs (plain.py)
-        self.append_graphs = None
+        # built with the worker's graphs (plain.py, append_graphs.py)
+        self.plain = self.pace = self.tally = self.append_graphs = None
 
     def take_pending(self) -> dict[str, list[int]]:
         """The last step's commits not yet in the scheduler's requests (only under overlap
@@ -110,7 +110,7 @@ class PluginState:
             for name, value in zip(DEVICE_COUNTERS, self.device_stats.tolist(), strict=True):
                 stats[name] += value
         out = {"mode": self.config.mode, **dict(stats)}
-        if self.pace is not None:  # width "served": what it measured (engine/spec/width.py)
+        if self.pace is not None:  # width "served" or "plain": what it measured (spec/width.py)
             out["pace"] = self.pace.table()
         if self.config.sync_check:
             out["host_sync_sites"] = sorted(self.sync_sites)

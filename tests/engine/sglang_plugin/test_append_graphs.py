@@ -3,7 +3,7 @@ write replays the graph of the smallest captured batch size that holds it, with 
 inputs in the graph's buffers and the padding rows' commit lengths 0 (so they write nothing);
 any write no graph fits, a prefill's among them, runs SGLang's call. The graph here stands in
 for the captured call: its replay runs the same write eagerly over its buffers (the capture
-itself needs CUDA: tests/engine/test_sglang_plugin_cuda.py runs SGLang's)."""
+itself needs CUDA: tests/engine/test_sglang_append_graphs_cuda.py runs SGLang's)."""
 
 from __future__ import annotations
 

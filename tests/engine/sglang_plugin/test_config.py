@@ -22,6 +22,9 @@ def test_off_unless_armed_and_round_trips_through_the_environment() -> None:
     assert PluginConfig.from_env({ENV_MODE: "trees"}).width == "fixed"
     plain = PluginConfig(mode="trees", width="plain")  # every decode step plain (a check)
     assert PluginConfig.from_env(plain.to_env()) == plain
+    assert [PluginConfig(mode="trees", width=w).step_widths(16) for w in ("fixed", "served",
+                                                                          "plain")] == [
+        (16,), (1, 16), (1,)]  # what the pace chooses among and the append graphs capture
     early = PluginConfig(mode="lookup", early_rows=4)
     assert PluginConfig.from_env(early.to_env()) == early
     opts = back.options()
